@@ -1,0 +1,291 @@
+"""The catalogs: GPUs, cloud prices, models and number formats, read from the CSV files
+in `udfs/data/` (every row carries `source` and `as_of`). Only the standard library is
+used, so the catalogs load in Pyodide too. Rows are loaded once, on first use.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, fields
+from functools import cache
+from importlib import resources
+
+from .errors import FlopsheetError, na_error
+from .names import NameIndex, key
+
+
+def _read(name: str) -> list[dict[str, str]]:
+    text = resources.files("udfs").joinpath("data", name).read_text(encoding="utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def _num(text: str) -> float | None:
+    text = (text or "").strip()
+    return float(text) if text else None
+
+
+def _bool(text: str) -> bool:
+    return (text or "").strip().upper() in ("TRUE", "YES", "1")
+
+
+def _split(text: str) -> list[str]:
+    return [a.strip() for a in (text or "").split(";") if a.strip()]
+
+
+def _build(cls, raw: dict[str, str]):
+    """Make a dataclass row from a CSV row, converting by the field's annotation."""
+    values = {}
+    for f in fields(cls):
+        text = raw.get(f.name, "")
+        if f.type in ("float | None", "int | None"):
+            v = _num(text)
+            values[f.name] = int(v) if (v is not None and f.type == "int | None") else v
+        elif f.type == "bool":
+            values[f.name] = _bool(text)
+        elif f.type == "tuple[str, ...]":
+            values[f.name] = tuple(_split(text))
+        else:
+            values[f.name] = (text or "").strip()
+    return cls(**values)
+
+
+# ---------------------------------------------------------------- GPUs
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    vendor: str
+    family: str
+    form_factor: str
+    aliases: tuple[str, ...]
+    tier: str
+    memory_gb: float | None
+    memory_type: str
+    bandwidth_tbs: float | None
+    fp32_tflops: float | None
+    tf32_tflops: float | None
+    bf16_tflops: float | None
+    fp16_tflops: float | None
+    fp8_tflops: float | None
+    int8_tops: float | None
+    fp4_tflops: float | None
+    sparsity: str
+    tdp_w: float | None
+    interconnect: str
+    interconnect_gbs: float | None
+    launch_year: int | None
+    price_usd: float | None
+    price_as_of: str
+    price_source: str
+    source: str
+    as_of: str
+    note: str
+
+    def tensor_tflops(self, precision: str) -> float | None:
+        """Dense tensor throughput for a number format, falling back to 16-bit where a
+        format runs on the 16-bit units (int4/GGUF weights are dequantised)."""
+        column = precision_row(precision).tensor_column
+        value = getattr(self, column, None)
+        if value is None and column in ("fp16_tflops", "bf16_tflops"):
+            value = self.bf16_tflops if column == "fp16_tflops" else self.fp16_tflops
+        return value
+
+
+_FORM_WORDS = {"SXM": ("SXM", "SXM4", "SXM5", "SXM2"), "PCIe": ("PCIe",), "NVL": ("NVL",),
+               "OAM": ("OAM",), "HGX": ("HGX", "SXM"), "NVL72": ("NVL72",)}
+
+GPU_FIELDS = {f.name for f in fields(Gpu)}
+
+
+@cache
+def gpus() -> tuple[Gpu, ...]:
+    return tuple(_build(Gpu, r) for r in _read("gpus.csv"))
+
+
+@cache
+def _gpu_index() -> NameIndex[Gpu]:
+    index: NameIndex[Gpu] = NameIndex("GPU")
+    for g in gpus():
+        mem = f"{g.memory_gb:g}GB" if g.memory_gb else ""
+        forms = _FORM_WORDS.get(g.form_factor, ())
+        loose = [g.family, f"{g.family} {mem}"]
+        for form in forms:
+            loose += [f"{g.family} {form}", f"{g.family} {form} {mem}", f"{g.family} {mem} {form}"]
+        index.add(g, g.name, g.aliases, loose)
+    return index
+
+
+def gpu(name: str) -> Gpu:
+    """Look a GPU up by any of its names ("H100" is the SXM part, as in the lesson)."""
+    return _gpu_index().resolve(name)
+
+
+def gpu_names() -> list[str]:
+    return [g.name for g in gpus()]
+
+
+# ---------------------------------------------------------------- cloud prices
+@dataclass(frozen=True)
+class CloudPrice:
+    provider: str
+    instance: str
+    gpu: str
+    gpu_count: int | None
+    region: str
+    pricing: str
+    usd_per_hour: float | None
+    usd_per_gpu_hour: float | None
+    price_date: str
+    status: str
+    source: str
+    as_of: str
+    note: str
+
+
+PRICINGS = ("on-demand", "spot", "capacity-block", "reserved-1yr", "reserved-3yr", "community")
+PRICE_SETS = ("current", "lesson", "historical")
+
+
+@cache
+def cloud_prices() -> tuple[CloudPrice, ...]:
+    return tuple(_build(CloudPrice, r) for r in _read("cloud.csv"))
+
+
+@cache
+def _instance_index() -> NameIndex[str]:
+    index: NameIndex[str] = NameIndex("cloud instance")
+    for p in cloud_prices():
+        if key(p.instance) not in index.exact:
+            index.add(p.instance, p.instance)
+    return index
+
+
+def cloud_price(instance: str, pricing: str = "on-demand", provider: str = "",
+                price_set: str = "current") -> CloudPrice:
+    """The newest matching price row of an instance (status `current` unless asked)."""
+    name = _instance_index().resolve(instance, name_of=str)
+    rows = [p for p in cloud_prices() if p.instance == name and p.status == price_set
+            and (not provider or key(p.provider) == key(provider))]
+    if not rows:
+        raise na_error(f"no {price_set} prices for {name}" + (f" at {provider}" if provider else ""))
+    matching = [p for p in rows if p.pricing == pricing]
+    if not matching:
+        have = ", ".join(sorted({p.pricing for p in rows}))
+        raise na_error(f"no {price_set} {pricing} price for {name}; it has: {have}")
+    return max(matching, key=lambda p: p.price_date)
+
+
+# ---------------------------------------------------------------- models
+@dataclass(frozen=True)
+class Model:
+    name: str
+    aliases: tuple[str, ...]
+    family: str
+    params: float | None
+    active_params: float | None
+    layers: int | None
+    hidden: int | None
+    heads: int | None
+    kv_heads: int | None
+    head_dim: int | None
+    ffn: int | None
+    vocab: int | None
+    tied_embeddings: bool
+    gated_mlp: bool
+    norm: str
+    attn_bias: bool
+    mlp_bias: bool
+    pos_embedding: str
+    n_experts: int | None
+    experts_per_token: int | None
+    moe_layers: int | None
+    dense_ffn: int | None
+    sliding_window: int | None
+    kv_lora_rank: int | None
+    qk_rope_dim: int | None
+    context_length: int | None
+    source: str
+    as_of: str
+    note: str
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.n_experts)
+
+
+MODEL_FIELDS = {f.name for f in fields(Model)}
+_MODEL_SUFFIX = re.compile(r"(hf|instruct|chat|base|it)$")
+
+
+@cache
+def models() -> tuple[Model, ...]:
+    return tuple(_build(Model, r) for r in _read("models.csv"))
+
+
+@cache
+def _model_index() -> NameIndex[Model]:
+    index: NameIndex[Model] = NameIndex("model")
+    for m in models():
+        index.add(m, m.name, m.aliases)
+    return index
+
+
+def model(name: str) -> Model:
+    index = _model_index()
+    k = key(name)
+    while k not in index.exact and _MODEL_SUFFIX.search(k):   # "...-Instruct-hf" -> base name
+        k = _MODEL_SUFFIX.sub("", k)
+    return index.exact.get(k) or index.resolve(name)
+
+
+def is_model_name(name: str) -> bool:
+    try:
+        model(name)
+        return True
+    except FlopsheetError:
+        return False
+
+
+# ---------------------------------------------------------------- number formats
+@dataclass(frozen=True)
+class Precision:
+    name: str
+    bits_per_param: float | None
+    aliases: tuple[str, ...]
+    kind: str
+    tensor_column: str
+    source: str
+    as_of: str
+    note: str
+
+    @property
+    def bytes_per_param(self) -> float:
+        return self.bits_per_param / 8
+
+
+@cache
+def precisions() -> tuple[Precision, ...]:
+    return tuple(_build(Precision, r) for r in _read("precisions.csv"))
+
+
+@cache
+def _precision_index() -> NameIndex[Precision]:
+    index: NameIndex[Precision] = NameIndex("precision")
+    for p in precisions():
+        index.add(p, p.name, p.aliases)
+    return index
+
+
+def precision_row(name: str) -> Precision:
+    try:
+        return _precision_index().exact[key(name)]
+    except KeyError:
+        valid = ", ".join(p.name for p in precisions())
+        raise FlopsheetError(f"unknown precision {name!r}; valid: {valid}") from None
+
+
+def catalog_date() -> str:
+    """The newest `as_of` over all catalogs: the date printed on workbooks and reports."""
+    dates = [r.as_of for table in (gpus(), cloud_prices(), models()) for r in table if r.as_of]
+    return max(dates) if dates else ""

@@ -1,0 +1,117 @@
+"""The `flopsheet` command line: evaluate any worksheet function, list them, and run the
+front ends (templates, reports, the add-ins) that later modules add as subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+
+from . import __version__, registry
+from .errors import FlopsheetError
+from .table import Table
+
+EXIT_BAD_INPUT = 2
+
+
+def parse_cli_value(text: str):
+    """Bare numbers are numbers, other words text, an empty string an omitted argument."""
+    if text == "":
+        return None
+    try:
+        return float(text.replace("_", "")) if any(ch.isdigit() for ch in text) else text
+    except ValueError:
+        return text
+
+
+def format_scalar(value) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.15g}"
+    return "" if value is None else str(value)
+
+
+def _jsonable(value):
+    if isinstance(value, Table):
+        return {"header": value.header, "rows": value.rows}
+    return value
+
+
+def cmd_calc(args) -> int:
+    if "--json" in args.args:
+        args.args.remove("--json")
+        args.json = True
+    try:
+        result = registry.call(args.name, *[parse_cli_value(a) for a in args.args])
+    except FlopsheetError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.json:
+        print(json.dumps(_jsonable(result), default=str))
+    elif isinstance(result, Table):
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(result.header)
+        writer.writerows([[format_scalar(v) for v in row] for row in result.rows])
+    else:
+        print(format_scalar(result))
+    return 0
+
+
+def cmd_functions(args) -> int:
+    fns = registry.functions()
+    if args.json:
+        print(json.dumps([f.to_dict() for f in fns.values()], indent=1, default=str))
+        return 0
+    for fn in fns.values():
+        print(f"{fn.signature()}  ->  {fn.unit}")
+        print(f"    {fn.help}")
+        for a in fn.args:
+            print(f"    {a.name}: {a.describe()}")
+        print()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="flopsheet",
+        description="GPU sizing and AI-compute budgeting: worksheet functions, planning workbooks and reports.")
+    parser.add_argument("--version", action="version", version=f"flopsheet {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    calc = sub.add_parser("calc", help="evaluate a worksheet function, e.g. flopsheet calc GPU_TOKENS_PER_SEC H100 14")
+    calc.add_argument("name", help="function name, e.g. GPU_MEMORY")
+    calc.add_argument("--json", action="store_true", help="print the result as JSON")
+    # REMAINDER so that negative numbers ("-7e9") are arguments, not options
+    calc.add_argument("args", nargs=argparse.REMAINDER, help="arguments in order; \"\" omits one")
+    calc.set_defaults(run=cmd_calc)
+
+    fns = sub.add_parser("functions", help="list every worksheet function with its arguments and help")
+    fns.add_argument("--json", action="store_true", help="print as JSON")
+    fns.set_defaults(run=cmd_functions)
+
+    for extend in _extensions():
+        extend(sub)
+    return parser
+
+
+def _extensions():
+    """Subcommands that live with their front ends (imported lazily: heavy dependencies)."""
+    from . import cli_extensions
+    return cli_extensions.EXTENSIONS
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except FlopsheetError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Serving estimates from the architecture: memory (weights + KV cache + overhead, per GPU
+under tensor parallelism), what fits, and decode / prefill speed from a roofline.
+
+Decode step time = max(compute time, memory time) + fixed per-layer overhead, where
+  memory time  = (weight bytes read + KV-cache bytes read) / (bandwidth x achievable fraction)
+  compute time = 2 x active parameters x batch / (peak tensor FLOP/s x achievable fraction)
+and every quantity is per GPU when the model is split over n GPUs (tensor parallel).
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import calibration as cal
+from .arch import kv_bytes_per_token, kv_cache_bytes
+from .catalog import Gpu, Model, precision_row
+from .errors import num_error, value_error
+from .units import GIB, TERA, TB
+
+
+def total_params(model: Model) -> float:
+    return model.params
+
+
+def active_params(model: Model) -> float:
+    return model.active_params or model.params
+
+
+def embedding_params(model: Model) -> float:
+    return (model.vocab or 0) * (model.hidden or 0)
+
+
+def weight_bytes(model: Model, precision: str) -> float:
+    """Bytes of all weights in memory at the given format."""
+    return model.params * precision_row(precision).bytes_per_param
+
+
+def streamed_params(model: Model, batch: float) -> float:
+    """Parameters read from memory for one decode step of `batch` sequences.
+
+    The input embedding is a row lookup, not a matrix read, when it is not tied to the
+    output head. For mixture-of-experts, only the experts the batch routes to are read:
+    with E experts and k per token, a batch touches E x (1 - (1 - k/E)^batch) of them."""
+    params = model.params - (0 if model.tied_embeddings else embedding_params(model))
+    if model.is_moe and model.active_params:
+        experts, k = model.n_experts, model.experts_per_token or 1
+        expert_params = (model.params - model.active_params) / (experts - k)   # per expert, all MoE layers
+        touched = experts * (1 - (1 - k / experts) ** batch)
+        params -= (experts - touched) * expert_params
+    return params
+
+
+def _is_quantized(precision: str) -> bool:
+    p = precision_row(precision)
+    return p.kind in ("gguf",) or (p.kind == "int" and p.bits_per_param < 8)
+
+
+def bandwidth_fraction(gpu: Gpu, precision: str) -> float:
+    kind = "HBM" if "HBM" in gpu.memory_type.upper() else "GDDR"
+    fraction = cal.DECODE_BANDWIDTH_FRACTION[kind]
+    return fraction * (cal.QUANTIZED_DECODE_PENALTY if _is_quantized(precision) else 1.0)
+
+
+def _peak_flops(gpu: Gpu, precision: str) -> float:
+    tflops = gpu.tensor_tflops(precision) or gpu.bf16_tflops or gpu.fp16_tflops or gpu.fp32_tflops
+    if not tflops:
+        raise value_error(f"the catalog has no tensor throughput for {gpu.name}")
+    return tflops * TERA
+
+
+def _compute_fraction(precision: str, table: dict[int, float]) -> float:
+    bits = precision_row(precision).bits_per_param
+    return table[16] if bits >= 16 else (table[8] if bits >= 8 else table[4])
+
+
+def _overhead_s(model: Model, gpu: Gpu, n_gpus: int) -> float:
+    per_layer = cal.PER_LAYER_OVERHEAD_US
+    if n_gpus > 1:
+        link = "nvlink" if "nvlink" in gpu.interconnect.lower() and (gpu.interconnect_gbs or 0) > 200 else "pcie"
+        per_layer += 2 * cal.ALLREDUCE_US[link]
+    return model.layers * per_layer * 1e-6
+
+
+def decode_step_seconds(model: Model, gpu: Gpu, precision: str = "fp16", batch: float = 1,
+                        context: float = 1024, n_gpus: int = 1, kv_precision: str = "fp16") -> float:
+    """Seconds for one decode step producing one token for each of `batch` sequences."""
+    _require_arch(model)
+    held = min(context, model.sliding_window) if model.sliding_window else context
+    bytes_read = (streamed_params(model, batch) * precision_row(precision).bytes_per_param
+                  + batch * held * kv_bytes_per_token(model, kv_precision))
+    memory = bytes_read / n_gpus / (gpu.bandwidth_tbs * TB * bandwidth_fraction(gpu, precision))
+    compute = 2 * active_params(model) * batch / n_gpus / (
+        _peak_flops(gpu, precision) * _compute_fraction(precision, {16: cal.DECODE_COMPUTE_FRACTION,
+                                                                    8: cal.DECODE_COMPUTE_FRACTION,
+                                                                    4: cal.DECODE_COMPUTE_FRACTION}))
+    return max(memory, compute) + _overhead_s(model, gpu, n_gpus)
+
+
+def decode_tokens_per_sec(model, gpu, precision="fp16", batch=1, context=1024, n_gpus=1, kv_precision="fp16") -> float:
+    """Generated tokens per second, summed over the batch (and the GPUs serving one copy)."""
+    return batch / decode_step_seconds(model, gpu, precision, batch, context, n_gpus, kv_precision)
+
+
+def prefill_seconds(model: Model, gpu: Gpu, precision: str = "fp16", prompt_tokens: float = 1024,
+                    batch: float = 1, n_gpus: int = 1) -> float:
+    """Time to process prompts: 2 x active params FLOPs per token plus causal attention
+    (2 x layers x tokens^2 x heads x head_dim), at the achievable fraction of peak; never
+    faster than reading the weights once."""
+    _require_arch(model)
+    head_dim = model.head_dim or model.hidden // model.heads
+    tokens = prompt_tokens * batch
+    flops = 2 * active_params(model) * tokens + 2 * model.layers * model.heads * head_dim * prompt_tokens ** 2 * batch
+    compute = flops / n_gpus / (_peak_flops(gpu, precision) * _compute_fraction(precision, cal.PREFILL_COMPUTE_FRACTION))
+    memory = weight_bytes(model, precision) / n_gpus / (gpu.bandwidth_tbs * TB * bandwidth_fraction(gpu, precision))
+    return max(compute, memory) + _overhead_s(model, gpu, n_gpus)
+
+
+def serving_memory_gib(model: Model, precision: str, batch: float = 1, context: float = 4096,
+                       kv_precision: str = "fp16", n_gpus: int = 1) -> dict[str, float]:
+    """Per-GPU memory in GiB: weights and KV cache split over n GPUs, plus runtime overhead."""
+    weights = weight_bytes(model, precision) / n_gpus / GIB
+    kv = kv_cache_bytes(model, context, batch, kv_precision) / n_gpus / GIB
+    return {"weights": weights, "kv_cache": kv, "overhead": cal.SERVING_OVERHEAD_GIB,
+            "total": weights + kv + cal.SERVING_OVERHEAD_GIB}
+
+
+def usable_gib(gpu: Gpu, fraction: float = cal.USABLE_MEMORY_FRACTION) -> float:
+    return gpu.memory_gb * fraction
+
+
+def max_batch(model, gpu, precision, context, n_gpus=1, kv_precision="fp16", fraction=cal.USABLE_MEMORY_FRACTION) -> int:
+    """Sequences of `context` tokens whose KV cache fits beside the weights (0 if none)."""
+    free = _free_for_kv(model, gpu, precision, n_gpus, fraction)
+    per_sequence = kv_cache_bytes(model, context, 1, kv_precision) / n_gpus / GIB
+    return max(0, math.floor(free / per_sequence))
+
+
+def max_context(model, gpu, precision, batch=1, n_gpus=1, kv_precision="fp16", fraction=cal.USABLE_MEMORY_FRACTION) -> int:
+    """Tokens per sequence that fit for `batch` sequences, capped at the model's context length
+    (a sliding-window model holds at most its window, so it is then limited only by that cap)."""
+    free = _free_for_kv(model, gpu, precision, n_gpus, fraction)
+    per_token = kv_bytes_per_token(model, kv_precision) * batch / n_gpus / GIB
+    tokens = max(0, math.floor(free / per_token))
+    limit = model.context_length or tokens
+    if model.sliding_window and tokens >= model.sliding_window:
+        return limit
+    return min(tokens, limit)
+
+
+def _free_for_kv(model, gpu, precision, n_gpus, fraction) -> float:
+    return usable_gib(gpu, fraction) - weight_bytes(model, precision) / n_gpus / GIB - cal.SERVING_OVERHEAD_GIB
+
+
+def _require_arch(model: Model) -> None:
+    if not (model.layers and model.hidden and model.heads):
+        raise value_error(f"the catalog has no architecture for {model.name}")
+
+
+def check_gpus(n_gpus: int) -> int:
+    if n_gpus < 1:
+        raise num_error("n_gpus must be >= 1")
+    return n_gpus

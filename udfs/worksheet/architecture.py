@@ -1,0 +1,140 @@
+"""Architecture-aware functions: parameter counts, serving memory and fit, decode and
+prefill speed, training memory (ZeRO) and QLoRA memory."""
+
+from .. import arch, serving, training
+from ..registry import Arg, worksheet
+from .common import positive
+
+MODEL = Arg("model", "model", "Catalog model name or Hugging Face id (its architecture is used), e.g. \"Llama 2 70B\"")
+GPU = Arg("gpu", "gpu", "GPU name from the catalog, e.g. \"H100\", \"RTX 4090\"")
+PRECISION = Arg("precision", "precision", "Weight format: fp16, bf16, fp8, int8, int4, fp4, nf4, q4_0, q4_k_m, "
+                "q5_k_m, q8_0", default="fp16")
+KV_PRECISION = Arg("kv_precision", "precision", "KV-cache number format", default="fp16")
+BATCH = Arg("batch", "number", "Sequences served at once", "sequences", default=1, min=1)
+N_GPUS = Arg("n_gpus", "integer", "GPUs holding one copy of the model (tensor parallel)", "GPUs", default=1, min=1)
+CONTEXT = Arg("context", "number", "Tokens held per sequence (prompt + output)", "tokens", default=4096, min=1)
+DECODE_CONTEXT = Arg("context", "number", "Tokens already in each sequence's KV cache while decoding", "tokens",
+                     default=1024, min=0)
+USABLE = Arg("usable_fraction", "number", "Share of GPU memory the server may use (vLLM's default 0.9)", "fraction",
+             default=0.9, min=0, min_open=True, max=1)
+PROMPT = Arg("prompt_tokens", "number", "Prompt length", "tokens", default=1024, min=1)
+
+
+@worksheet("PARAM_COUNT", "Parameter count of a catalog model (total, or active per token for mixture-of-experts).",
+           "parameters", "Architecture",
+           [MODEL, Arg("part", "choice", "total or active", choices=("total", "active"), default="total")],
+           examples=[(("Llama 2 7B",), 6_738_415_616), (("Llama 2 70B",), 68_976_648_192),
+                     (("Llama 2 13B",), 13_015_864_320)])
+def param_count(model, part):
+    return serving.active_params(model) if part == "active" else model.params
+
+
+@worksheet("PARAMS_FROM_ARCH", "Parameters of a decoder-only transformer from its shape: attention h·(q+2kv+o), "
+           "MLP 3·h·ffn (gated) or 2·h·ffn, RMSNorm weights, embeddings (x2 when untied).", "parameters", "Architecture",
+           [positive("layers", "Transformer blocks", "layers"), positive("hidden", "Hidden size d_model", "elements"),
+            positive("heads", "Attention heads", "heads"), positive("kv_heads", "Key/value heads (GQA)", "heads"),
+            positive("ffn", "MLP inner size", "elements"), positive("vocab", "Vocabulary size", "tokens"),
+            Arg("tied", "bool", "Input and output embeddings shared", default=False),
+            Arg("gated_mlp", "bool", "Gated (SwiGLU) MLP with three matrices", default=True)],
+           examples=[((32, 4096, 32, 32, 11008, 32000), 6_738_415_616),
+                     ((80, 8192, 64, 8, 28672, 32000), 68_976_648_192)])
+def params_from_arch(layers, hidden, heads, kv_heads, ffn, vocab, tied, gated_mlp):
+    return arch.params_from_arch(int(layers), int(hidden), int(heads), int(kv_heads), int(ffn), int(vocab),
+                                 tied, gated_mlp)["total"]
+
+
+SERVING_PARTS = ("total", "weights", "kv_cache", "overhead")
+
+
+@worksheet("SERVING_MEMORY_GB", "GPU memory to serve a model, per GPU: weights + KV cache (split over n GPUs under "
+           "tensor parallelism) + 1.5 GB runtime overhead.", "GB of GPU memory (GiB) per GPU", "Serving",
+           [MODEL, PRECISION, BATCH, CONTEXT, KV_PRECISION, N_GPUS,
+            Arg("part", "choice", "Which part to return", choices=SERVING_PARTS, default="total")],
+           examples=[(("Llama 2 7B", "fp16", 1, 4096), 16.051), (("Llama 2 70B", "fp16", 32, 4096, "fp16", 4), 43.620)])
+def serving_memory_gb(model, precision, batch, context, kv_precision, n_gpus, part):
+    return serving.serving_memory_gib(model, precision, batch, context, kv_precision, n_gpus)[part]
+
+
+@worksheet("FITS", "TRUE when the model, its KV cache and runtime overhead fit in the usable share of the GPUs' memory.",
+           "TRUE/FALSE", "Serving", [MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS, USABLE], returns="bool",
+           examples=[(("Llama 3 70B", "RTX 4090", "q4_k_m", 1, 1024), False), (("Llama 3 70B", "H100", "int4", 1, 4096), True),
+                     (("Llama 2 70B", "H100", "fp16"), False)])
+def fits(model, gpu, precision, batch, context, n_gpus, usable_fraction):
+    need = serving.serving_memory_gib(model, precision, batch, context, "fp16", n_gpus)["total"]
+    return need <= serving.usable_gib(gpu, usable_fraction)
+
+
+@worksheet("MAX_BATCH", "Sequences of a given context length whose KV cache fits beside the weights (0 if the model "
+           "does not fit).", "sequences", "Serving", [MODEL, GPU, PRECISION, Arg("context", "number", "Tokens per sequence",
+                                                                                  "tokens", min=1), N_GPUS, USABLE],
+           examples=[(("Llama 2 7B", "A100", "fp16", 4096), 28)])
+def max_batch(model, gpu, precision, context, n_gpus, usable_fraction):
+    return serving.max_batch(model, gpu, precision, context, n_gpus, "fp16", usable_fraction)
+
+
+@worksheet("MAX_CONTEXT", "Tokens per sequence that fit for a batch (capped at the model's context length).",
+           "tokens", "Serving", [MODEL, GPU, PRECISION, BATCH, N_GPUS, USABLE],
+           examples=[(("Llama 2 7B", "RTX 4090", "fp16"), 4096), (("Llama 2 7B", "RTX 4090", "fp16", 8), 1932)])
+def max_context(model, gpu, precision, batch, n_gpus, usable_fraction):
+    return serving.max_context(model, gpu, precision, batch, n_gpus, "fp16", usable_fraction)
+
+
+@worksheet("DECODE_TOKENS_PER_SEC", "Generated tokens per second summed over the batch, from a roofline: the larger of "
+           "compute time and memory time (weights + KV cache read each step) at achievable fractions of peak, plus "
+           "a fixed per-layer overhead.", "tokens/s (total)", "Serving",
+           [MODEL, GPU, PRECISION, BATCH, DECODE_CONTEXT, N_GPUS],
+           examples=[(("Llama 2 7B", "H100", "fp16"), 174.5)])
+def decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus):
+    return serving.decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus)
+
+
+@worksheet("PREFILL_TOKENS_PER_SEC", "Prompt tokens processed per second (compute-bound): 2 x active parameters plus "
+           "attention FLOPs per token at the achievable share of dense peak.", "tokens/s", "Serving",
+           [MODEL, GPU, PRECISION, PROMPT, BATCH, N_GPUS],
+           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 14680)])
+def prefill_tokens_per_sec(model, gpu, precision, prompt_tokens, batch, n_gpus):
+    return prompt_tokens * batch / serving.prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus)
+
+
+@worksheet("TIME_TO_FIRST_TOKEN_MS", "Time to the first output token: prefill of the prompt (batch of requests "
+           "arriving together).", "ms", "Serving", [MODEL, GPU, PRECISION, PROMPT, BATCH, N_GPUS],
+           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 139.5)])
+def time_to_first_token_ms(model, gpu, precision, prompt_tokens, batch, n_gpus):
+    return serving.prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus) * 1000
+
+
+TRAIN_PARTS = ("total", "weights", "gradients", "optimizer", "activations", "overhead")
+
+
+@worksheet("TRAINING_MEMORY_GB", "Per-GPU memory for full training: model states (weights, FP32 gradients, FP32 "
+           "Adam states) sharded by ZeRO stage over n GPUs, activations from the architecture (Korthikanti et al.) "
+           "and logits, plus 1 GB framework overhead.", "GB of GPU memory (GiB) per GPU", "Training",
+           [MODEL, Arg("precision", "precision", "Training weight format", default="bf16"),
+            Arg("optimizer", "choice", "Optimizer", choices=tuple(training.OPTIMIZER_BYTES), default="adamw"),
+            Arg("micro_batch", "number", "Sequences per GPU per step", "sequences", default=1, min=1),
+            Arg("seq_len", "number", "Tokens per sequence", "tokens", default=2048, min=1),
+            Arg("zero_stage", "integer", "DeepSpeed ZeRO stage (0 = none)", "stage", default=0, min=0, max=3),
+            N_GPUS, Arg("recompute", "choice", "Activation recomputation", choices=training.RECOMPUTE, default="none"),
+            Arg("flash_attention", "bool", "Flash attention (no stored attention scores)", default=True),
+            Arg("part", "choice", "Which part to return", choices=TRAIN_PARTS, default="total")],
+           examples=[(("Llama 2 7B",), 122.109), (("Llama 2 7B", "bf16", "adamw", 1, 2048, 3, 8), 23.660)])
+def training_memory_gb(model, precision, optimizer, micro_batch, seq_len, zero_stage, n_gpus, recompute,
+                       flash_attention, part):
+    return training.training_memory_gib(model, precision, optimizer, micro_batch, seq_len, zero_stage, n_gpus,
+                                        recompute, flash_attention)[part]
+
+
+QLORA_PARTS = ("total", "base_weights", "adapters", "activations", "overhead")
+
+
+@worksheet("QLORA_MEMORY_GB", "QLoRA fine-tuning memory: NF4 base on linear layers (4.127 bits), 16-bit embeddings "
+           "and head, LoRA adapters with FP32 Adam states, activations (checkpointed or not) and logits.",
+           "GB of GPU memory (GiB)", "Training",
+           [MODEL, Arg("rank", "integer", "LoRA rank r", "rank", default=16, min=1),
+            Arg("seq_len", "number", "Tokens per sequence", "tokens", default=2048, min=1),
+            Arg("micro_batch", "number", "Sequences per step", "sequences", default=1, min=1),
+            Arg("checkpointing", "bool", "Gradient checkpointing", default=True),
+            Arg("part", "choice", "Which part to return", choices=QLORA_PARTS, default="total")],
+           examples=[(("Llama 2 7B",), 6.305)])
+def qlora_memory_gb(model, rank, seq_len, micro_batch, checkpointing, part):
+    return training.qlora_memory_gib(model, rank, seq_len, micro_batch, checkpointing)[part]

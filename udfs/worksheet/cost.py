@@ -1,0 +1,67 @@
+"""Cost: the lesson's owned-hardware cost per 1M tokens, the second seed's effective
+cost per A100-equivalent hour, job cost and the Q6 break-even arithmetic."""
+
+from .. import lesson
+from ..registry import Arg, worksheet
+from .common import HOURLY_RATE, UTILIZATION, positive
+
+COST_PARTS = ("total", "hardware", "power")
+TOKENS_PER_SEC = positive("tokens_per_sec", "Throughput while serving", "tokens/s")
+
+
+@worksheet("COST_PER_1M_TOKENS", "Owned-hardware cost per million tokens (the lesson's model): purchase price "
+           "straight-line over the lifetime plus electricity at TDP, over the tokens produced at the utilization.",
+           "$ per 1M tokens", "Cost",
+           [Arg("hardware_cost_usd", "number", "Purchase price of the hardware", "$", min=0),
+            UTILIZATION, TOKENS_PER_SEC,
+            positive("lifetime_years", "Depreciation period", "years", default=3),
+            Arg("power_cost_per_kwh", "number", "Electricity price", "$/kWh", default=0.12, min=0),
+            Arg("gpu_tdp_watts", "number", "Power per GPU (TDP)", "W", default=400, min=0),
+            Arg("num_gpus", "integer", "GPUs in the serving unit", "GPUs", default=1, min=1),
+            Arg("part", "choice", "total, or only the hardware or power share", choices=COST_PARTS, default="total")],
+           examples=[((700, 0.7, 65, 3, 0.12, 350), 0.4190), ((1600, 0.7, 70, 3, 0.12, 450), 0.6513),
+                     ((8000, 0.7, 114, 3, 0.12, 400), 1.2267), ((30000, 0.7, 239, 3, 0.12, 700), 2.0349)])
+def cost_per_1m(hardware_cost_usd, utilization, tokens_per_sec, lifetime_years, power_cost_per_kwh,
+                gpu_tdp_watts, num_gpus, part):
+    return lesson.cost_per_1m_tokens(hardware_cost_usd, utilization, tokens_per_sec, lifetime_years,
+                                     power_cost_per_kwh, gpu_tdp_watts, num_gpus)[part]
+
+
+@worksheet("ANNUAL_TOKENS", "Tokens produced in a year (365 days) at the given throughput and utilization.",
+           "tokens/year", "Cost", [TOKENS_PER_SEC, UTILIZATION],
+           examples=[((65, 0.7), 1.4349e9), ((239, 0.7), 5.2761e9)])
+def annual_tokens(tokens_per_sec, utilization):
+    return tokens_per_sec * utilization * 365 * 24 * 3600
+
+
+@worksheet("EFFECTIVE_HOURLY_COST", "Cost of one baseline-equivalent hour (second seed): hourly rate / speed-up "
+           "relative to the baseline GPU (A100 = 1).", "$ per A100-equivalent hour", "Cost",
+           [HOURLY_RATE, positive("speedup", "Speed relative to the baseline GPU", "x")],
+           examples=[((32.77, 1), 32.77), ((41.04, 2.5), 16.416), ((17.50, 0.5), 35.0)])
+def effective_hourly_cost(hourly_rate, speedup):
+    return lesson.effective_hourly_cost(hourly_rate, speedup)
+
+
+@worksheet("JOB_COST", "Cost of a job: hourly rate x hours.", "$", "Cost",
+           [HOURLY_RATE, Arg("hours", "number", "Job duration", "hours", min=0)],
+           examples=[((32.77, 10), 327.70), ((41.04, 4), 164.16), ((17.50, 20), 350.0)])
+def job_cost(hourly_rate, hours):
+    return lesson.job_cost(hourly_rate, hours)
+
+
+@worksheet("GPU_HOURS", "GPU-hours used over a period at a utilization: years x 8,760 h x utilization.",
+           "GPU-hours", "Cost", [positive("years", "Period", "years"), UTILIZATION],
+           examples=[((3, 0.7), 18396.0)])
+def gpu_hours(years, utilization):
+    return lesson.gpu_hours(years, utilization)
+
+
+@worksheet("BREAKEVEN_HOURS", "Hours of GPU use after which renting has cost as much as buying: hardware cost / "
+           "(cloud rate - owned running cost per hour).", "GPU-hours", "Cost",
+           [Arg("hardware_cost", "number", "Purchase price per GPU", "$", min=0),
+            positive("cloud_usd_per_gpu_hour", "Cloud price per GPU-hour", "$/GPU-hour"),
+            Arg("owned_usd_per_hour", "number", "Running cost of the owned GPU per hour of use (power etc.)",
+                "$/hour", default=0, min=0)],
+           examples=[((12000, 5.12), 2343.75), ((12000, 5.12, 0.12), 2400.0)])
+def breakeven_hours(hardware_cost, cloud_usd_per_gpu_hour, owned_usd_per_hour):
+    return lesson.breakeven_hours(hardware_cost, cloud_usd_per_gpu_hour, owned_usd_per_hour)
