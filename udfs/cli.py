@@ -111,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     except FlopsheetError as e:
         print(str(e), file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:              # output piped into `head`: not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

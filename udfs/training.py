@@ -91,14 +91,14 @@ def lora_params(model: Model, rank: int) -> float:
 
 
 def qlora_memory_gib(model: Model, rank: int = 16, seq_len: float = 2048, micro_batch: float = 1,
-                     checkpointing: bool = True) -> dict[str, float]:
+                     checkpointing: bool = True, base_bits: float = NF4_BITS) -> dict[str, float]:
     """QLoRA (Dettmers et al. 2023): NF4 base on linear layers, 16-bit embeddings, head and
     norms, LoRA adapters trained in FP32 with Adam (16 bytes/param: weight, gradient, m, v),
     activations (checkpointed: layer inputs plus one layer's working set) and logits."""
     if not model.layers or not model.hidden:
         raise value_error(f"the catalog has no architecture for {model.name}")
     linear = linear_params(model)
-    base = linear * NF4_BITS / 8 + (model.params - linear) * 2
+    base = linear * base_bits / 8 + (model.params - linear) * 2      # base_bits=16: plain LoRA
     adapters = lora_params(model, rank) * 16
     per_layer = activation_bytes_per_layer(model, micro_batch, seq_len, "none", True)
     if checkpointing:

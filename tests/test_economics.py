@@ -1,0 +1,121 @@
+"""Ownership economics and the picker: hand-checked worked examples, the lesson's Q4 and
+Q6 numbers, agreement with the lesson's cost arithmetic, invariants, and the lesson's
+rules of thumb emerging from the numbers (not hard-coded)."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import udfs
+from udfs import economics, picker
+
+
+def test_q6_cloud_vs_own():
+    # 3 years x 8,760 h x 0.70 = 18,396 GPU-hours x $5.12 = $94,187.52 vs a $12,000 A100
+    assert udfs.call("CLOUD_COST", 5.12, 3, 0.7) == pytest.approx(94_187.52)
+    assert udfs.call("GPU_HOURS", 3, 0.7) * 5.12 == pytest.approx(94_187.52)
+    # owning: 12,000 + 3 x 400 W x 8,760 h x $0.12/kWh = 12,000 + 1,261.44
+    assert udfs.call("TCO", 12000, 3) == pytest.approx(13_261.44)
+    assert udfs.call("CLOUD_COST", 5.12, 3, 0.7) / udfs.call("TCO", 12000, 3) > 7   # "7x cheaper"
+
+
+def test_q4_capacity_plan():
+    needed = udfs.call("TOKENS_PER_SEC_NEEDED", 1000, 200)          # 3,333 x 1.2 = 4,000
+    assert udfs.call("INSTANCES_NEEDED", needed, 400) * 2 == 20       # 10 instances of 2 GPUs
+    assert udfs.call("TOKENS_PER_SEC_PER_REQUEST", 200, 5) == 40
+
+
+@pytest.mark.parametrize("hw,util,tps,years,kwh,watts", [
+    (700, 0.7, 65, 3, 0.12, 350), (30000, 0.7, 239, 3, 0.12, 700), (12000, 0.35, 100, 5, 0.20, 400)])
+def test_owned_cost_agrees_with_lesson_arithmetic(hw, util, tps, years, kwh, watts):
+    per_hour = udfs.call("OWNED_COST_PER_GPU_HOUR", hw, years, watts, 1, kwh, util, 0, 0, 0)
+    lesson = udfs.call("COST_PER_1M_TOKENS", hw, util, tps, years, kwh, watts)
+    assert per_hour / (tps * 3600) * 1e6 == pytest.approx(lesson, rel=1e-12)
+
+
+def test_capital_recovery_factor_hand_checked():
+    # r = 8%, n = 3: 0.08 x 1.259712 / 0.259712 = 0.388034
+    assert economics.capital_recovery_factor(0.08, 3) == pytest.approx(0.388034, abs=5e-7)
+    assert economics.capital_recovery_factor(0.0, 4) == 0.25
+
+
+def test_breakevens_are_consistent():
+    u = udfs.call("BREAKEVEN_UTILIZATION", 12000, 5.12)          # 4,420.48 / 44,851.2 = 0.0986
+    assert u == pytest.approx(4420.48 / 44851.2)
+    # at the break-even utilization, owning per used hour costs exactly the cloud rate
+    assert udfs.call("OWNED_COST_PER_GPU_HOUR", 12000, 3, 400, 1, 0.12, u) == pytest.approx(5.12)
+    months = udfs.call("BREAKEVEN_MONTHS", 12000, 5.12, 0.7)       # 12,000 / (2,616.32 - 35.04)
+    assert months == pytest.approx(12000 / 2581.28)
+
+
+def test_api_economics():
+    assert udfs.call("API_MONTHLY_COST", 1e9, 0.75, 3, 15) == pytest.approx(6000)
+    assert udfs.call("API_BREAKEVEN_TOKENS", 3000, 6) == pytest.approx(5e8)
+
+
+def test_blended_cost_is_the_weighted_mix():
+    a = ("Llama 2 7B", "H100", "fp16", 1, 2048)
+    cin = udfs.call("COST_PER_1M_INPUT_TOKENS", 2.0, *a)
+    cout = udfs.call("COST_PER_1M_OUTPUT_TOKENS", 2.0, "Llama 2 7B", "H100", "fp16", 1)
+    blended = udfs.call("BLENDED_COST_PER_1M_TOKENS", 2.0, "Llama 2 7B", "H100", 0.75, "fp16", 1, 2048)
+    assert blended == pytest.approx(0.75 * cin + 0.25 * cout)
+    assert cin < cout        # prefill is compute-bound and far cheaper per token than batch-1 decode
+
+
+@given(st.floats(0.05, 1), st.floats(0.05, 1), st.floats(500, 50000))
+def test_owned_cost_falls_as_utilization_rises(u1, u2, hw):
+    low, high = sorted((u1, u2))
+    assert udfs.call("OWNED_COST_PER_GPU_HOUR", hw, 3, 400, 1.2, 0.1, high) <= \
+        udfs.call("OWNED_COST_PER_GPU_HOUR", hw, 3, 400, 1.2, 0.1, low)
+
+
+@given(st.floats(0, 0.3), st.floats(1, 10))
+def test_cost_of_capital_never_lowers_the_cost(r, years):
+    assert udfs.call("TCO", 10000, years, 400, 1, 0.12, r) >= udfs.call("TCO", 10000, years) - 1e-6
+
+
+@given(st.floats(0, 1), st.floats(0.1, 20), st.floats(0.1, 60))
+def test_api_cost_between_its_prices(share, p_in, p_out):
+    cost = udfs.call("API_MONTHLY_COST", 1e6, share, p_in, p_out)
+    assert min(p_in, p_out) - 1e-9 <= cost <= max(p_in, p_out) + 1e-9
+
+
+# --- the lesson's rules of thumb, emerging from the numbers ------------------------------------
+def test_batch1_7b_serving_cheapest_on_a_consumer_card():
+    best = picker.recommend("serve", udfs.catalog.model("Llama 2 7B"), "fp16")
+    assert udfs.catalog.gpu(best.gpu).tier == "consumer"
+    ranked = picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16")
+    h100 = next(o for o in ranked if o.gpu == "H100 SXM 80GB")
+    assert h100.cost > 3 * ranked[0].cost
+
+
+def test_70b_pretraining_on_a_hopper_class_gpu():
+    best = picker.recommend("train", udfs.catalog.model("Llama 2 70B"), "bf16", "cost", None, None, 2e12)
+    assert udfs.catalog.gpu(best.gpu).family in ("H100", "H200", "B200", "GB200", "B300")
+    ranked = {o.gpu: o for o in picker.rank("train", udfs.catalog.model("Llama 2 70B"), "bf16", "cost", None, None, 2e12)}
+    assert not ranked["L40S 48GB"].ok and "NVLink" in ranked["L40S 48GB"].reason
+
+
+def test_70b_int4_fits_one_80gb_gpu():
+    assert udfs.call("FITS", "Llama 2 70B", "A100 80GB", "int4", 1, 4096) is True
+    assert udfs.call("FITS", "Llama 2 70B", "A100 80GB", "fp16", 1, 4096) is False
+    ranked = {o.gpu: o for o in picker.rank("serve", udfs.catalog.model("Llama 2 70B"), "int4")}
+    assert ranked["A100 SXM 80GB"].count == 1 and ranked["RTX 4090 24GB"].count > 1
+
+
+def test_reasons_for_failing():
+    ranked = picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16", "cost", 1.0)
+    assert any(o.reason.startswith("over budget") for o in ranked)
+    ranked = picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16", min_tokens_per_sec=120)
+    assert any("too slow" in o.reason for o in ranked)
+    assert all(o.tokens_per_sec / o.count >= 120 for o in ranked if o.ok)
+    ranked = picker.rank("train", udfs.catalog.model("Llama 2 70B"), "bf16", "cost", None, 1, 2e12)
+    assert any("deadline" in o.reason for o in ranked) or all(o.days <= 1 for o in ranked if o.ok)
+
+
+def test_recommend_parts_and_no_winner():
+    assert udfs.call("GPU_RECOMMEND", "qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count") == 1
+    text = udfs.call("GPU_RECOMMEND", "serve", "7B", "fp16")
+    assert " x " in text and "owned" in text
+    with pytest.raises(udfs.FlopsheetError):
+        udfs.call("GPU_RECOMMEND", "serve", "Llama 3.1 405B", "fp16", "cost", 1.0)

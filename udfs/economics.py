@@ -1,0 +1,91 @@
+"""Ownership economics: the cost of an owned GPU per used hour, totals over a period, and
+the break-evens finance users ask for (own vs rent, self-host vs API).
+
+Capital is recovered with the capital recovery factor CRF = r(1+r)^n / ((1+r)^n - 1)
+(straight-line 1/n when r = 0) after netting the present value of the residual value.
+Power is drawn at `power_w` for every hour of the period (as in the lesson: an owned GPU
+is powered whether or not it is busy), times the facility's PUE. Costs are spread over
+the *used* hours: 8,760 x utilization a year.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .errors import num_error
+from .units import HOURS_PER_YEAR
+
+HOURS_PER_MONTH = HOURS_PER_YEAR / 12          # 730
+
+
+def capital_recovery_factor(rate: float, years: float) -> float:
+    if rate == 0:
+        return 1 / years
+    # expm1/log1p keep tiny rates exact (growth - 1 would round to 0)
+    return rate * (1 + rate) ** years / math.expm1(years * math.log1p(rate))
+
+
+def annual_capital(hardware_cost: float, years: float, rate: float = 0.0, residual_value: float = 0.0) -> float:
+    """Equal yearly payment that repays the purchase (less the residual's present value)."""
+    net = hardware_cost - residual_value / (1 + rate) ** years
+    return net * capital_recovery_factor(rate, years)
+
+
+def annual_running(power_w: float, pue: float, usd_per_kwh: float, opex_per_year: float) -> float:
+    return power_w / 1000 * HOURS_PER_YEAR * pue * usd_per_kwh + opex_per_year
+
+
+def owned_cost_per_gpu_hour(hardware_cost: float, lifetime_years: float = 3, power_w: float = 400,
+                            pue: float = 1.0, usd_per_kwh: float = 0.12, utilization: float = 0.7,
+                            cost_of_capital: float = 0.0, residual_value: float = 0.0,
+                            opex_per_year: float = 0.0) -> float:
+    yearly = (annual_capital(hardware_cost, lifetime_years, cost_of_capital, residual_value)
+              + annual_running(power_w, pue, usd_per_kwh, opex_per_year))
+    return yearly / (HOURS_PER_YEAR * utilization)
+
+
+def tco(hardware_cost: float, years: float, power_w: float = 400, pue: float = 1.0, usd_per_kwh: float = 0.12,
+        cost_of_capital: float = 0.0, residual_value: float = 0.0, opex_per_year: float = 0.0) -> float:
+    """Total cost of owning one GPU over `years` (capital charge + power + opex)."""
+    return years * (annual_capital(hardware_cost, years, cost_of_capital, residual_value)
+                    + annual_running(power_w, pue, usd_per_kwh, opex_per_year))
+
+
+def cloud_cost(usd_per_gpu_hour: float, years: float, utilization: float) -> float:
+    """Renting only the hours used: rate x 8,760 x years x utilization."""
+    return usd_per_gpu_hour * HOURS_PER_YEAR * years * utilization
+
+
+def breakeven_utilization(hardware_cost: float, cloud_usd_per_gpu_hour: float, lifetime_years: float = 3,
+                          power_w: float = 400, pue: float = 1.0, usd_per_kwh: float = 0.12,
+                          cost_of_capital: float = 0.0, residual_value: float = 0.0,
+                          opex_per_year: float = 0.0) -> float:
+    """Utilization above which owning is cheaper than renting the same hours. Above 1 means
+    renting is cheaper even at 100% use."""
+    yearly = (annual_capital(hardware_cost, lifetime_years, cost_of_capital, residual_value)
+              + annual_running(power_w, pue, usd_per_kwh, opex_per_year))
+    return yearly / (cloud_usd_per_gpu_hour * HOURS_PER_YEAR)
+
+
+def breakeven_months(hardware_cost: float, cloud_usd_per_gpu_hour: float, utilization: float,
+                     power_w: float = 400, pue: float = 1.0, usd_per_kwh: float = 0.12,
+                     opex_per_year: float = 0.0) -> float:
+    """Simple payback: months until the rent saved covers the purchase."""
+    saving = (cloud_usd_per_gpu_hour * HOURS_PER_MONTH * utilization
+              - annual_running(power_w, pue, usd_per_kwh, opex_per_year) / 12)
+    if saving <= 0:
+        raise num_error("owning never pays back: the monthly rent saved does not exceed the monthly running cost")
+    return hardware_cost / saving
+
+
+def cost_per_1m_tokens(usd_per_hour: float, tokens_per_sec: float) -> float:
+    """$ per million tokens when `usd_per_hour` buys `tokens_per_sec`."""
+    return usd_per_hour / (tokens_per_sec * 3600) * 1e6
+
+
+def api_monthly_cost(tokens_per_month: float, input_share: float, input_price: float, output_price: float) -> float:
+    return tokens_per_month * (input_share * input_price + (1 - input_share) * output_price) / 1e6
+
+
+def api_breakeven_tokens(monthly_self_host_cost: float, api_usd_per_1m_tokens: float) -> float:
+    return monthly_self_host_cost / api_usd_per_1m_tokens * 1e6

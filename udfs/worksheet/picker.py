@@ -1,0 +1,66 @@
+"""The GPU picker: GPU_RECOMMEND (the winner) and GPU_RANK (every candidate, with reasons)."""
+
+from .. import picker
+from ..coerce import to_params
+from ..registry import Arg, worksheet
+from ..table import Table
+
+ARGS = [
+    Arg("workload", "choice", "What to do: train (pre-train), finetune (full), lora, qlora or serve",
+        choices=picker.WORKLOADS),
+    Arg("model_or_params", "text", "Catalog model name or a parameter count (7e9, \"70B\")", "parameters"),
+    Arg("precision", "precision", "Weight / tensor format", default="bf16"),
+    Arg("objective", "choice", "Rank by cost (default) or time", choices=picker.OBJECTIVES, default="cost"),
+    Arg("budget_usd", "number", "Budget: total $ for a job, $ per month for serving (blank = none)", "$",
+        default="", min=0, min_open=True),
+    Arg("deadline_days", "number", f"Days a training job may take (default {picker.DEFAULT_DEADLINE_DAYS})", "days",
+        default="", min=0, min_open=True),
+    Arg("tokens_or_traffic", "count", "Training tokens (default: 20 per parameter to pre-train, 100M to fine-tune), "
+        "or output tokens/s to serve (default: one replica)", "tokens or tokens/s", default="", min=0, min_open=True),
+    Arg("batch", "number", "Serving: sequences decoded together per replica", "sequences", default=1, min=1),
+    Arg("price_basis", "choice", "auto (cloud on-demand for train/finetune, purchase price for serve/lora/qlora), "
+        "cloud or owned", choices=picker.PRICE_BASES, default="auto"),
+    Arg("min_tokens_per_sec", "number", "Serving latency target: tokens/s each request needs (0 = none)",
+        "tokens/s per request", default=0, min=0),
+]
+
+
+def _rank(workload, model_or_params, precision, objective, budget_usd, deadline_days, tokens_or_traffic, batch,
+          price_basis, min_tokens_per_sec):
+    from .. import catalog
+    model = catalog.model(model_or_params) if catalog.is_model_name(model_or_params) \
+        else to_params("model_or_params", model_or_params)
+    return picker.rank(workload, model, precision, objective, budget_usd or None, deadline_days or None,
+                       tokens_or_traffic or None, batch, price_basis, min_tokens_per_sec)
+
+
+@worksheet("GPU_RANK", "Every catalog GPU sized for a workload (count, fits, days or tokens/s, cost, price basis) and "
+           "ranked by cost or time, with the reason each wins or fails (does not fit, no NVLink for sharding, over "
+           "budget, misses the deadline, too slow for the latency target).", "table", "Picker", ARGS,
+           returns="table", examples=[(("serve", "Llama 2 7B", "fp16"), None), (("train", "Llama 2 70B", "bf16", "cost", "", "", 2e12), None)])
+def gpu_rank(**kw):
+    options = _rank(**kw)
+    return Table(picker.HEADER, [[i + 1] + o.row() for i, o in enumerate(options)])
+
+
+@worksheet("GPU_RECOMMEND", "The winning GPU for a workload and how many: cheapest (or fastest) option that fits "
+           "and meets the budget, deadline and latency target. part = summary, gpu or count.", "text", "Picker",
+           ARGS + [Arg("part", "choice", "What to return", choices=("summary", "gpu", "count"), default="summary")],
+           returns="any", examples=[(("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu"), "RTX 3090 24GB"),
+                                    (("qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count"), 1)])
+def gpu_recommend(part, **kw):
+    best = picker.recommend(*_rank_args(kw))
+    if part == "gpu":
+        return best.gpu
+    if part == "count":
+        return best.count
+    return f"{best.count} x {best.gpu} ({best.price_basis})"
+
+
+def _rank_args(kw):
+    from .. import catalog
+    m = kw["model_or_params"]
+    model = catalog.model(m) if catalog.is_model_name(m) else to_params("model_or_params", m)
+    return (kw["workload"], model, kw["precision"], kw["objective"], kw["budget_usd"] or None,
+            kw["deadline_days"] or None, kw["tokens_or_traffic"] or None, kw["batch"], kw["price_basis"],
+            kw["min_tokens_per_sec"])
