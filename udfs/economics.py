@@ -19,7 +19,7 @@ HOURS_PER_MONTH = HOURS_PER_YEAR / 12          # 730
 
 
 def capital_recovery_factor(rate: float, years: float) -> float:
-    if rate == 0:
+    if rate < 1e-12:                 # no interest to speak of (and no subnormal rounding)
         return 1 / years
     # expm1/log1p keep tiny rates exact (growth - 1 would round to 0)
     return rate * (1 + rate) ** years / math.expm1(years * math.log1p(rate))

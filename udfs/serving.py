@@ -4,7 +4,9 @@ under tensor parallelism), what fits, and decode / prefill speed from a roofline
 Decode step time = max(compute time, memory time) + fixed per-layer overhead, where
   memory time  = (weight bytes read + KV-cache bytes read) / (bandwidth x achievable fraction)
   compute time = 2 x active parameters x batch / (peak tensor FLOP/s x achievable fraction)
-and every quantity is per GPU when the model is split over n GPUs (tensor parallel).
+and every quantity is per GPU when the model is split over n GPUs (tensor parallel); under
+tensor parallelism each layer adds two all-reduces (a latency plus the activations moved over
+the GPU link), which matters for prefill of long prompts.
 """
 
 from __future__ import annotations
@@ -69,16 +71,30 @@ def _peak_flops(gpu: Gpu, precision: str) -> float:
 
 
 def _compute_fraction(precision: str, table: dict[int, float]) -> float:
-    bits = precision_row(precision).bits_per_param
+    """Achievable share of the peak of the tensor-core format the matrix products run in.
+    Weight-only formats (int4/GPTQ/AWQ, nf4, llama.cpp GGUF) are dequantised and multiplied
+    in 16-bit, so they reach the 16-bit share; fp8/int8 and fp4 run on 8- and 4-bit tensor
+    cores, whose higher peaks are harder to approach."""
+    row = precision_row(precision)
+    column = row.tensor_column or ""
+    if column.startswith(("fp16", "bf16", "fp32", "tf32")):
+        return table[16]
+    bits = row.bits_per_param
     return table[16] if bits >= 16 else (table[8] if bits >= 8 else table[4])
 
 
-def _overhead_s(model: Model, gpu: Gpu, n_gpus: int) -> float:
-    per_layer = cal.PER_LAYER_OVERHEAD_US
+def _overhead_s(model: Model, gpu: Gpu, n_gpus: int, tokens: float = 1) -> float:
+    """Fixed per-layer time (kernel launches), plus under tensor parallelism two all-reduces
+    per layer: a latency each, and the activations moved, tokens x hidden x 2 bytes, of which
+    a ring all-reduce sends 2(n-1)/n over each GPU's link (one direction: half the catalog's
+    bidirectional figure) at the achievable share of it."""
+    per_layer = cal.PER_LAYER_OVERHEAD_US * 1e-6
     if n_gpus > 1:
         link = "nvlink" if "nvlink" in gpu.interconnect.lower() and (gpu.interconnect_gbs or 0) > 200 else "pcie"
-        per_layer += 2 * cal.ALLREDUCE_US[link]
-    return model.layers * per_layer * 1e-6
+        one_way = (gpu.interconnect_gbs or 64) / 2 * 1e9 * cal.ALLREDUCE_BANDWIDTH_FRACTION
+        moved = 2 * (n_gpus - 1) / n_gpus * tokens * model.hidden * 2
+        per_layer += 2 * (cal.ALLREDUCE_US[link] * 1e-6 + moved / one_way)
+    return model.layers * per_layer
 
 
 def decode_step_seconds(model: Model, gpu: Gpu, precision: str = "fp16", batch: float = 1,
@@ -93,7 +109,7 @@ def decode_step_seconds(model: Model, gpu: Gpu, precision: str = "fp16", batch: 
         _peak_flops(gpu, precision) * _compute_fraction(precision, {16: cal.DECODE_COMPUTE_FRACTION,
                                                                     8: cal.DECODE_COMPUTE_FRACTION,
                                                                     4: cal.DECODE_COMPUTE_FRACTION}))
-    return max(memory, compute) + _overhead_s(model, gpu, n_gpus)
+    return max(memory, compute) + _overhead_s(model, gpu, n_gpus, batch)
 
 
 def decode_tokens_per_sec(model, gpu, precision="fp16", batch=1, context=1024, n_gpus=1, kv_precision="fp16") -> float:
@@ -112,7 +128,7 @@ def prefill_seconds(model: Model, gpu: Gpu, precision: str = "fp16", prompt_toke
     flops = 2 * active_params(model) * tokens + 2 * model.layers * model.heads * head_dim * prompt_tokens ** 2 * batch
     compute = flops / n_gpus / (_peak_flops(gpu, precision) * _compute_fraction(precision, cal.PREFILL_COMPUTE_FRACTION))
     memory = weight_bytes(model, precision) / n_gpus / (gpu.bandwidth_tbs * TB * bandwidth_fraction(gpu, precision))
-    return max(compute, memory) + _overhead_s(model, gpu, n_gpus)
+    return max(compute, memory) + _overhead_s(model, gpu, n_gpus, tokens)
 
 
 def serving_memory_gib(model: Model, precision: str, batch: float = 1, context: float = 4096,

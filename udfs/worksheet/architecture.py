@@ -83,7 +83,7 @@ def max_context(model, gpu, precision, batch, n_gpus, usable_fraction):
            "compute time and memory time (weights + KV cache read each step) at achievable fractions of peak, plus "
            "a fixed per-layer overhead.", "tokens/s (total)", "Serving",
            [MODEL, GPU, PRECISION, BATCH, DECODE_CONTEXT, N_GPUS],
-           examples=[(("Llama 2 7B", "H100", "fp16"), 174.5)])
+           examples=[(("Llama 2 7B", "H100", "fp16"), 130.02)])
 def decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus):
     return serving.decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus)
 
@@ -91,14 +91,14 @@ def decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus):
 @worksheet("PREFILL_TOKENS_PER_SEC", "Prompt tokens processed per second (compute-bound): 2 x active parameters plus "
            "attention FLOPs per token at the achievable share of dense peak.", "tokens/s", "Serving",
            [MODEL, GPU, PRECISION, PROMPT, BATCH, N_GPUS],
-           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 14680)])
+           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 15287)])
 def prefill_tokens_per_sec(model, gpu, precision, prompt_tokens, batch, n_gpus):
     return prompt_tokens * batch / serving.prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus)
 
 
 @worksheet("TIME_TO_FIRST_TOKEN_MS", "Time to the first output token: prefill of the prompt (batch of requests "
            "arriving together).", "ms", "Serving", [MODEL, GPU, PRECISION, PROMPT, BATCH, N_GPUS],
-           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 139.5)])
+           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 133.97)])
 def time_to_first_token_ms(model, gpu, precision, prompt_tokens, batch, n_gpus):
     return serving.prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus) * 1000
 

@@ -28,7 +28,8 @@ OWNED_ARGS = [HARDWARE_COST, LIFETIME, POWER_W, PUE, KWH, UTIL_DEFAULT, RATE, RE
 @worksheet("OWNED_COST_PER_GPU_HOUR", "Cost of an owned GPU per used GPU-hour: capital recovered with the capital "
            "recovery factor (residual value netted), power x PUE x price for every hour, and opex, over 8,760 x "
            "utilization used hours a year.", "$/GPU-hour", "Economics", OWNED_ARGS,
-           examples=[((12000,), 0.72089), ((12000, 3, 400, 1.3, 0.12, 0.7, 0.08, 2000, 500), 0.82958)])
+           examples=[((12000,), 0.72089), ((12000, 3, 400, 1.3, 0.12, 0.7, 0.08, 2000, 500), 0.82958)],
+           formula='(({hardware_cost}-{residual_value}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_per_year}))/(8760*{utilization})')
 def owned_cost_per_gpu_hour(hardware_cost, lifetime_years, power_w, pue, usd_per_kwh, utilization,
                             cost_of_capital, residual_value, opex_per_year):
     return economics.owned_cost_per_gpu_hour(hardware_cost, lifetime_years, power_w, pue, usd_per_kwh, utilization,
@@ -38,7 +39,8 @@ def owned_cost_per_gpu_hour(hardware_cost, lifetime_years, power_w, pue, usd_per
 @worksheet("BREAKEVEN_UTILIZATION", "Utilization above which owning a GPU is cheaper than renting the hours used "
            "(a value above 1 means renting is cheaper even at 100%).", "fraction", "Economics",
            [HARDWARE_COST, CLOUD_RATE, LIFETIME, POWER_W, PUE, KWH, RATE, RESIDUAL, OPEX],
-           examples=[((12000, 5.12), 0.098559), ((30000, 2.0), 0.59478)])
+           examples=[((12000, 5.12), 0.098559), ((30000, 2.0), 0.59478)],
+           formula='(({hardware_cost}-{residual_value}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_per_year}))/({cloud_usd_per_gpu_hour}*8760)')
 def breakeven_utilization(hardware_cost, cloud_usd_per_gpu_hour, lifetime_years, power_w, pue, usd_per_kwh,
                           cost_of_capital, residual_value, opex_per_year):
     return economics.breakeven_utilization(hardware_cost, cloud_usd_per_gpu_hour, lifetime_years, power_w, pue,
@@ -47,7 +49,8 @@ def breakeven_utilization(hardware_cost, cloud_usd_per_gpu_hour, lifetime_years,
 
 @worksheet("BREAKEVEN_MONTHS", "Simple payback: months until the rent saved by owning covers the purchase.",
            "months", "Economics", [HARDWARE_COST, CLOUD_RATE, UTILIZATION, POWER_W, PUE, KWH, OPEX],
-           examples=[((12000, 5.12, 0.7), 4.6489)])
+           examples=[((12000, 5.12, 0.7), 4.6489)],
+           formula='{hardware_cost}/({cloud_usd_per_gpu_hour}*730*{utilization}-({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_per_year})/12)')
 def breakeven_months(hardware_cost, cloud_usd_per_gpu_hour, utilization, power_w, pue, usd_per_kwh, opex_per_year):
     return economics.breakeven_months(hardware_cost, cloud_usd_per_gpu_hour, utilization, power_w, pue,
                                       usd_per_kwh, opex_per_year)
@@ -55,7 +58,8 @@ def breakeven_months(hardware_cost, cloud_usd_per_gpu_hour, utilization, power_w
 
 @worksheet("TCO", "Total cost of owning one GPU for a period: capital charge + power + opex.", "$", "Economics",
            [HARDWARE_COST, YEARS, POWER_W, PUE, KWH, RATE, RESIDUAL, OPEX],
-           examples=[((12000, 3), 13261.44)])
+           examples=[((12000, 3), 13261.44)],
+           formula='{years}*(({hardware_cost}-{residual_value}/(1+{cost_of_capital})^{years})*IF({cost_of_capital}=0,1/{years},{cost_of_capital}*(1+{cost_of_capital})^{years}/((1+{cost_of_capital})^{years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_per_year}))')
 def tco(hardware_cost, years, power_w, pue, usd_per_kwh, cost_of_capital, residual_value, opex_per_year):
     return economics.tco(hardware_cost, years, power_w, pue, usd_per_kwh, cost_of_capital, residual_value,
                          opex_per_year)
@@ -64,7 +68,8 @@ def tco(hardware_cost, years, power_w, pue, usd_per_kwh, cost_of_capital, residu
 @worksheet("CLOUD_COST", "Cost of renting the GPU-hours used over a period: rate x 8,760 x years x utilization.",
            "$", "Economics", [Arg("usd_per_gpu_hour", "number", "Cloud price per GPU-hour", "$/GPU-hour", min=0),
                               YEARS, UTILIZATION],
-           examples=[((5.12, 3, 0.7), 94187.52)])
+           examples=[((5.12, 3, 0.7), 94187.52)],
+           formula='{usd_per_gpu_hour}*8760*{years}*{utilization}')
 def cloud_cost(usd_per_gpu_hour, years, utilization):
     return economics.cloud_cost(usd_per_gpu_hour, years, utilization)
 
@@ -96,7 +101,7 @@ def _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus
 @worksheet("COST_PER_1M_INPUT_TOKENS", "Cost per million input (prompt) tokens: GPU-hour price x GPUs / prefill "
            "tokens per hour.", "$ per 1M input tokens", "Economics",
            [GPU_HOUR_PRICE, MODEL, GPU, PRECISION, BATCH, PROMPT, N_GPUS],
-           examples=[((2.0, "Llama 2 7B", "H100", "fp16", 1, 2048), 0.011587)])
+           examples=[((2.0, "Llama 2 7B", "H100", "fp16", 1, 2048), 0.011934)])
 def cost_per_1m_input_tokens(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus):
     return _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus)
 
@@ -104,7 +109,7 @@ def cost_per_1m_input_tokens(usd_per_gpu_hour, model, gpu, precision, batch, pro
 @worksheet("COST_PER_1M_OUTPUT_TOKENS", "Cost per million output (generated) tokens: GPU-hour price x GPUs / decode "
            "tokens per hour at the batch.", "$ per 1M output tokens", "Economics",
            [GPU_HOUR_PRICE, MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS],
-           examples=[((2.0, "Llama 2 7B", "H100"), 3.8785)])
+           examples=[((2.0, "Llama 2 7B", "H100"), 4.2729)])
 def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus):
     return _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus)
 
@@ -112,7 +117,7 @@ def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, batch, co
 @worksheet("BLENDED_COST_PER_1M_TOKENS", "Cost per million tokens for a mix of input and output tokens: "
            "input_share x input cost + (1 - input_share) x output cost.", "$ per 1M tokens", "Economics",
            [GPU_HOUR_PRICE, MODEL, GPU, INPUT_SHARE, PRECISION, BATCH, PROMPT, CONTEXT, N_GPUS],
-           examples=[((2.0, "Llama 2 7B", "H100", 0.75, "fp16", 1, 2048), 0.97832)])
+           examples=[((2.0, "Llama 2 7B", "H100", 0.75, "fp16", 1, 2048), 1.0772)])
 def blended_cost_per_1m_tokens(usd_per_gpu_hour, model, gpu, input_share, precision, batch, prompt_tokens, context,
                                n_gpus):
     cost_in = _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus)
@@ -126,7 +131,8 @@ def blended_cost_per_1m_tokens(usd_per_gpu_hour, model, gpu, input_share, precis
             Arg("input_share", "number", "Share of tokens that are input", "fraction", min=0, max=1),
             Arg("api_input_price", "number", "API price of input tokens", "$ per 1M tokens", min=0),
             Arg("api_output_price", "number", "API price of output tokens", "$ per 1M tokens", min=0)],
-           examples=[((1e9, 0.75, 3, 15), 6000.0)])
+           examples=[((1e9, 0.75, 3, 15), 6000.0)],
+           formula='{tokens_per_month}*({input_share}*{api_input_price}+(1-{input_share})*{api_output_price})/1000000')
 def api_monthly_cost(tokens_per_month, input_share, api_input_price, api_output_price):
     return economics.api_monthly_cost(tokens_per_month, input_share, api_input_price, api_output_price)
 
@@ -135,6 +141,7 @@ def api_monthly_cost(tokens_per_month, input_share, api_input_price, api_output_
            "self-hosting cost / API price per token.", "tokens/month", "Economics",
            [positive("monthly_self_host_cost", "All-in monthly cost of self-hosting", "$/month"),
             positive("api_usd_per_1m_tokens", "API price (blended)", "$ per 1M tokens")],
-           examples=[((3000, 6), 5e8)])
+           examples=[((3000, 6), 5e8)],
+           formula='{monthly_self_host_cost}/{api_usd_per_1m_tokens}*1000000')
 def api_breakeven_tokens(monthly_self_host_cost, api_usd_per_1m_tokens):
     return economics.api_breakeven_tokens(monthly_self_host_cost, api_usd_per_1m_tokens)

@@ -25,21 +25,12 @@ ARGS = [
 ]
 
 
-def _rank(workload, model_or_params, precision, objective, budget_usd, deadline_days, tokens_or_traffic, batch,
-          price_basis, min_tokens_per_sec):
-    from .. import catalog
-    model = catalog.model(model_or_params) if catalog.is_model_name(model_or_params) \
-        else to_params("model_or_params", model_or_params)
-    return picker.rank(workload, model, precision, objective, budget_usd or None, deadline_days or None,
-                       tokens_or_traffic or None, batch, price_basis, min_tokens_per_sec)
-
-
 @worksheet("GPU_RANK", "Every catalog GPU sized for a workload (count, fits, days or tokens/s, cost, price basis) and "
            "ranked by cost or time, with the reason each wins or fails (does not fit, no NVLink for sharding, over "
            "budget, misses the deadline, too slow for the latency target).", "table", "Picker", ARGS,
            returns="table", examples=[(("serve", "Llama 2 7B", "fp16"), None), (("train", "Llama 2 70B", "bf16", "cost", "", "", 2e12), None)])
 def gpu_rank(**kw):
-    options = _rank(**kw)
+    options = picker.rank(*_rank_args(kw))
     return Table(picker.HEADER, [[i + 1] + o.row() for i, o in enumerate(options)])
 
 
@@ -58,6 +49,7 @@ def gpu_recommend(part, **kw):
 
 
 def _rank_args(kw):
+    """The picker's positional arguments from the coerced worksheet arguments (blank = none)."""
     from .. import catalog
     m = kw["model_or_params"]
     model = catalog.model(m) if catalog.is_model_name(m) else to_params("model_or_params", m)

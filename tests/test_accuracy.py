@@ -1,0 +1,71 @@
+"""The accuracy report against the shared measurements: the issue's three targets."""
+
+import os
+
+import pytest
+
+from udfs import accuracy
+
+DIRECTORY = accuracy.measured_dir()
+pytestmark = pytest.mark.skipif(not DIRECTORY.is_dir(), reason=f"no measured data at {DIRECTORY}")
+
+
+@pytest.fixture(scope="module")
+def report():
+    return accuracy.run(DIRECTORY)
+
+
+def test_decode_batch1_median_within_10_percent(report):
+    rows = report.of("decode_b1")
+    assert len(rows) >= 10
+    assert report.median_ape("decode_b1") <= 0.10
+
+
+def test_fit_right_on_every_oom_row(report):
+    right, total = report.correct("fit")
+    assert total >= 3 and right == total, [c.row for c in report.of("fit") if c.error]
+
+
+def test_training_gpu_hours_median_within_15_percent(report):
+    rows = report.of("training_hours")
+    assert len(rows) >= 4
+    assert report.median_ape("training_hours") <= 0.15
+
+
+def test_every_row_is_compared_or_skipped_with_a_reason(report):
+    total = sum(len(accuracy.read_rows(DIRECTORY, name)) for name in
+                ("inference_measured.csv", "training_measured.csv", "memory_measured.csv"))
+    assert all(s.reason for s in report.skipped)
+    # an MFU row can also carry GPU-hours, so rows used >= rows
+    assert len({c.row.split(" ")[0] for c in report.comparisons}) + len(report.skipped) == total
+
+
+def test_known_skips_are_listed(report):
+    reasons = " ".join(s.row + " " + s.reason for s in report.skipped)
+    assert "Apple M2 Ultra" in reasons and "not in the catalog" in reasons
+    assert "llama.cpp multi-GPU" in reasons
+    assert "batch 'max'" in reasons
+
+
+def test_name_mapping():
+    assert accuracy.find_gpu("H100 SXM 80GB (DGX H100)").name == "H100 SXM 80GB"
+    assert accuracy.find_gpu("B200 SXM 180GB").name == "B200 180GB"
+    assert accuracy.find_gpu("RTX 3090 Ti").name == "RTX 3090 Ti 24GB"
+    assert accuracy.find_gpu("A100-80GB (400W)").name == "A100 SXM 80GB"
+    assert accuracy.find_gpu("Apple M2 Ultra 192GB") is None
+    assert accuracy.find_model("LLaMA 70B").name == "Llama 2 70B"
+    assert accuracy.find_precision("Q4_K_M (GGUF)") == "q4_k_m"
+    assert accuracy.find_precision("F16") == "fp16"
+    assert accuracy.find_precision("INT8 (bitsandbytes)") == "int8"
+    assert accuracy.find_precision("vendor-chosen (not recorded)") is None
+
+
+def test_missing_directory_exits_cleanly(tmp_path, capsys):
+    assert accuracy.main(["--measured", str(tmp_path / "nowhere")]) == 0
+    assert "No measured data" in capsys.readouterr().out
+
+
+def test_env_override(monkeypatch, tmp_path):
+    monkeypatch.setenv("FLOPSHEET_MEASURED", str(tmp_path))
+    assert accuracy.measured_dir() == tmp_path
+    assert accuracy.measured_dir("/x") == accuracy.Path("/x")

@@ -1,0 +1,131 @@
+"""Hand-checked cases and property tests for the architecture-aware functions."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import udfs
+from udfs import arch, catalog, serving, training
+
+
+# ------------------------------------------------------------------ parameter counts
+
+def test_params_from_arch_llama2_7b_exact():
+    # attention 4·4096² = 67,108,864; MLP 3·4096·11008 = 135,266,304; norms 2·4096 = 8,192
+    # per layer 202,383,360 x 32 = 6,476,267,520; + final norm 4,096 + embeddings 2·32000·4096 = 262,144,000
+    assert 32 * (4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096) + 4096 + 2 * 32000 * 4096 == 6_738_415_616
+    assert udfs.call("PARAMS_FROM_ARCH", 32, 4096, 32, 32, 11008, 32000) == 6_738_415_616
+
+
+def test_params_from_arch_llama2_70b_exact():
+    # GQA: attention 2·8192² + 2·8192·8·128 = 150,994,944; MLP 3·8192·28672 = 704,643,072; norms 16,384
+    per_layer = 2 * 8192**2 + 2 * 8192 * 8 * 128 + 3 * 8192 * 28672 + 2 * 8192
+    assert 80 * per_layer + 8192 + 2 * 32000 * 8192 == 68_976_648_192
+    assert udfs.call("PARAMS_FROM_ARCH", 80, 8192, 64, 8, 28672, 32000) == 68_976_648_192
+
+
+def test_moe_total_and_active():
+    assert udfs.call("PARAM_COUNT", "Mixtral 8x7B") == 46_702_792_704
+    assert udfs.call("PARAM_COUNT", "Mixtral 8x7B", "active") == 12_879_925_248
+    assert udfs.call("PARAM_COUNT", "DeepSeek-V3") == 671e9
+    assert udfs.call("PARAM_COUNT", "DeepSeek-V3", "active") == 37e9
+    # Mixtral from its shape: 32 MoE layers of 8 SwiGLU experts + router
+    mix = arch.params_from_arch(32, 4096, 32, 8, 14336, 32000, n_experts=8, moe_layers=32)
+    assert mix["total"] == 46_702_792_704
+
+
+# ------------------------------------------------------------------ KV cache
+
+def test_kv_gqa_llama2_70b():
+    # 2 (K, V) x 80 layers x 8 KV heads x 128 x 2 bytes = 327,680 B/token
+    assert arch.kv_bytes_per_token(catalog.model("Llama 2 70B")) == 327_680
+    assert udfs.call("KV_CACHE_GB", "Llama 2 70B", 4096, 32, "fp16", "GB") == pytest.approx(42.95, abs=0.005)
+
+
+def test_kv_sliding_window_mistral_caps_at_4096():
+    m = catalog.model("Mistral 7B")
+    per_token = 2 * 32 * 8 * 128 * 2          # 131,072 B
+    assert arch.kv_bytes_per_token(m) == per_token
+    assert arch.kv_cache_bytes(m, 32768) == per_token * 4096
+    assert arch.kv_cache_bytes(m, 4096) == arch.kv_cache_bytes(m, 100_000)
+    assert arch.kv_cache_bytes(m, 1000) == per_token * 1000
+
+
+def test_kv_mla_deepseek_v3():
+    # one compressed latent (512) + decoupled RoPE key (64) per layer, 61 layers, 2 bytes
+    assert arch.kv_bytes_per_token(catalog.model("DeepSeek-V3")) == 61 * (512 + 64) * 2
+
+
+def test_kv_moe_mixtral_is_attention_only():
+    # experts do not change the KV cache: 2 x 32 x 8 x 128 x 2
+    assert arch.kv_bytes_per_token(catalog.model("Mixtral 8x7B")) == 131_072
+
+
+# ------------------------------------------------------------------ properties
+
+MODELS = st.sampled_from(["Llama 2 7B", "Llama 3 8B", "Llama 2 70B", "Mistral 7B", "Mixtral 8x7B", "Qwen2.5 7B"])
+GPUS = st.sampled_from(["H100", "A100", "RTX 4090", "L40S", "MI300X", "A10"])
+PRECISIONS = st.sampled_from(["fp16", "fp8", "int4", "q4_k_m", "int8"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(MODELS, GPUS, PRECISIONS, st.integers(1, 256), st.integers(1, 64), st.integers(0, 16000))
+def test_more_batch_more_total_never_more_per_sequence(model, gpu, precision, batch, extra, context):
+    m, g = catalog.model(model), catalog.gpu(gpu)
+    if not (g.tensor_tflops(precision) or g.bf16_tflops or g.fp16_tflops):
+        return
+    small = serving.decode_tokens_per_sec(m, g, precision, batch, context)
+    large = serving.decode_tokens_per_sec(m, g, precision, batch + extra, context)
+    assert large > small
+    assert large / (batch + extra) <= small / batch * (1 + 1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(MODELS, PRECISIONS, st.integers(1, 64), st.integers(1, 20000), st.integers(1, 20000), st.integers(1, 8))
+def test_more_context_more_serving_memory(model, precision, batch, context, extra, n_gpus):
+    m = catalog.model(model)
+    a = serving.serving_memory_gib(m, precision, batch, context, "fp16", n_gpus)["total"]
+    b = serving.serving_memory_gib(m, precision, batch, context + extra, "fp16", n_gpus)["total"]
+    assert b >= a
+    if not m.sliding_window or context + extra <= m.sliding_window:
+        assert b > a
+
+
+@settings(max_examples=60, deadline=None)
+@given(MODELS, GPUS, PRECISIONS, st.integers(128, 32768), st.integers(1, 4))
+def test_fits_consistent_with_max_batch(model, gpu, precision, context, n_gpus):
+    best = udfs.call("MAX_BATCH", model, gpu, precision, context, n_gpus)
+    if best >= 1:
+        assert udfs.call("FITS", model, gpu, precision, best, context, n_gpus) is True
+    assert udfs.call("FITS", model, gpu, precision, best + 1, context, n_gpus) is False
+
+
+@settings(max_examples=60, deadline=None)
+@given(MODELS, st.integers(1, 8), st.sampled_from([512, 2048, 4096]), st.integers(1, 512),
+       st.sampled_from(["none", "selective", "full"]))
+def test_higher_zero_stage_never_more_memory(model, micro_batch, seq, n_gpus, recompute):
+    m = catalog.model(model)
+    totals = [training.training_memory_gib(m, "bf16", "adamw", micro_batch, seq, z, n_gpus, recompute)["total"]
+              for z in range(4)]
+    assert all(b <= a + 1e-9 for a, b in zip(totals, totals[1:])), totals
+
+
+@settings(max_examples=60, deadline=None)
+@given(MODELS, st.integers(1, 511), st.integers(1, 512))
+def test_more_gpus_under_zero3_never_more_memory(model, n, extra):
+    m = catalog.model(model)
+    a = training.training_memory_gib(m, zero_stage=3, n_gpus=n)["total"]
+    b = training.training_memory_gib(m, zero_stage=3, n_gpus=n + extra)["total"]
+    assert b <= a + 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(1e8, 1e12), st.floats(1e9, 2e13), GPUS.filter(lambda g: g != "A10"),
+       st.floats(0.05, 1.0), st.floats(1.01, 5.0))
+def test_training_hours_inversely_proportional_to_mfu(params, tokens, gpu, mfu, factor):
+    g = catalog.gpu(gpu)
+    hours = training.training_gpu_hours(params, tokens, g, mfu)
+    faster = training.training_gpu_hours(params, tokens, g, min(1.0, mfu * factor))
+    assert math.isclose(hours * mfu, faster * min(1.0, mfu * factor), rel_tol=1e-12)

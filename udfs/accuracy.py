@@ -1,0 +1,503 @@
+"""Accuracy report: the architecture-aware estimates against measured reality.
+
+    python -m udfs.accuracy [--measured DIR] [--worst N]
+
+Reads the shared reference measurements (`../shared/reference/measured/*.csv` beside the
+repository, or the directory in $FLOPSHEET_MEASURED or --measured) and compares every
+usable row with the engine's estimate. For each metric it prints the rows compared, the
+median absolute percentage error and the worst cases; rows that cannot be compared are
+listed with the reason. Standard library only.
+
+Metrics
+  decode_b1       decode tokens/s of one sequence (batch 1)
+  decode_batch    offline output throughput at larger batches (prefill + decode)
+  prefill         time to first token (ms) and prompt processing (tokens/s)
+  training_hours  pre-training GPU-hours, TRAINING_GPU_HOURS at the default MFU
+  mfu             the default MFU against reported MFU / achieved TFLOP/s
+  fit             fits / out of memory, and stated memory bounds (right or wrong)
+  memory          measured or stated memory in GB where a like-for-like estimate exists
+  qlora_context   longest QLoRA training context that fits (Hugging Face + FlashAttention-2 baseline)
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import re
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import calibration as cal
+from . import catalog, serving, training
+from .errors import FlopsheetError
+from .units import GIB
+
+METRICS = {
+    "decode_b1": "Decode tokens/s at batch 1",
+    "decode_batch": "Decode throughput at larger batches (output tokens/s, total)",
+    "prefill": "Time to first token / prefill",
+    "training_hours": "Training GPU-hours (default MFU)",
+    "mfu": "Default MFU vs reported MFU",
+    "fit": "Memory fit / out of memory (right or wrong)",
+    "memory": "Memory in GB (like-for-like rows)",
+    "qlora_context": "QLoRA longest context that fits (HF + FlashAttention-2 baseline)",
+}
+BOOLEAN_METRICS = ("fit",)
+
+# Names in the measurement files that the catalog spells differently. "LLaMA 70B" in the
+# TensorRT-LLM v0.6.1 tables is Llama 2 70B (its methodology section names Llama2-70b).
+MODEL_ALIASES = {"LLaMA 70B": "Llama 2 70B"}
+HF_LOSS_BYTES_PER_LOGIT = 16      # see hf_qlora_gib
+QLORA_FIT_TOKENS = 512            # shortest practical training sequence for fit checks
+
+
+@dataclass
+class Comparison:
+    metric: str
+    row: str                 # file:line and a short description
+    measured: float
+    estimate: float
+    unit: str
+    note: str = ""
+
+    @property
+    def error(self) -> float:
+        """Signed relative error of the estimate, (estimate - measured) / measured; for a
+        right/wrong metric, 0 when right and 1 when wrong."""
+        if self.metric in BOOLEAN_METRICS:
+            return 0.0 if bool(self.estimate) == bool(self.measured) else 1.0
+        return (self.estimate - self.measured) / self.measured
+
+
+@dataclass
+class Skip:
+    row: str
+    reason: str
+
+
+@dataclass
+class Report:
+    comparisons: list[Comparison]
+    skipped: list[Skip]
+
+    def of(self, metric: str) -> list[Comparison]:
+        return [c for c in self.comparisons if c.metric == metric]
+
+    def median_ape(self, metric: str) -> float | None:
+        rows = self.of(metric)
+        return statistics.median(abs(c.error) for c in rows) if rows else None
+
+    def correct(self, metric: str) -> tuple[int, int]:
+        rows = self.of(metric)
+        return sum(1 for c in rows if c.error == 0), len(rows)
+
+
+# ---------------------------------------------------------------------------- locating
+
+def default_measured_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "shared" / "reference" / "measured"
+
+
+def measured_dir(override: str | None = None) -> Path:
+    if override:
+        return Path(override)
+    if os.environ.get("FLOPSHEET_MEASURED"):
+        return Path(os.environ["FLOPSHEET_MEASURED"])
+    return default_measured_dir()
+
+
+def read_rows(directory: Path, name: str) -> list[tuple[str, dict[str, str]]]:
+    path = directory / name
+    if not path.exists():
+        return []
+    with path.open(newline="", encoding="utf-8") as handle:
+        return [(f"{name}:{i}", row) for i, row in enumerate(csv.DictReader(handle), start=2)]
+
+
+# ---------------------------------------------------------------------------- name mapping
+
+def find_gpu(name: str) -> catalog.Gpu | None:
+    """Catalog GPU for a measured name: as written, then without a parenthesised remark
+    ("H100 SXM 80GB (DGX H100)", "A100-80GB (400W)"), then without a form-factor word the
+    catalog omits ("B200 SXM 180GB")."""
+    text = name.strip()
+    candidates = [text, re.sub(r"\s*\(.*?\)", "", text).strip()]
+    candidates.append(re.sub(r"\bSXM\d?\s+", "", candidates[-1]))
+    for candidate in candidates:
+        if not candidate:
+            continue
+        try:
+            return catalog.gpu(candidate)
+        except FlopsheetError:
+            continue
+    return None
+
+
+def find_model(name: str) -> catalog.Model | None:
+    name = MODEL_ALIASES.get(name.strip(), name.strip())
+    try:
+        return catalog.model(name)
+    except FlopsheetError:
+        return None
+
+
+def find_precision(text: str) -> str | None:
+    """Catalog precision for a measured label: "Q4_K_M (GGUF)" -> q4_k_m, "F16" -> fp16,
+    "FP8" -> fp8, "int4" -> int4, "INT8 (bitsandbytes)" -> int8, "BF16/FP16" -> bf16."""
+    label = re.sub(r"\s*\(.*?\)", "", text or "").strip().lower()
+    label = label.split("/")[0].strip()
+    if not label:
+        return None
+    for candidate in (label, label.replace(" ", "_")):
+        try:
+            return catalog.precision_row(candidate).name
+        except FlopsheetError:
+            continue
+    return None
+
+
+def number(text: str) -> float | None:
+    match = re.search(r"[-+]?\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?", text or "")
+    if not match:
+        return None
+    value = float(match.group(0).replace(",", ""))
+    suffix = (text or "")[match.end():match.end() + 1].upper()
+    return value * {"T": 1e12, "B": 1e9, "M": 1e6, "K": 1e3}.get(suffix, 1)
+
+
+def label(ref: str, row: dict[str, str], *keys: str) -> str:
+    return f"{ref} " + " | ".join(str(row.get(k, "")).strip() for k in keys if str(row.get(k, "")).strip())
+
+
+# ---------------------------------------------------------------------------- inference
+
+def decode_context(row: dict[str, str]) -> float:
+    """Mean tokens held in the KV cache while decoding: the prompt plus half the output."""
+    prompt = number(row.get("input_len", "")) or 0
+    output = number(row.get("output_len", "")) or 0
+    return prompt + output / 2
+
+
+def compare_inference(rows) -> tuple[list[Comparison], list[Skip]]:
+    out, skipped = [], []
+    for ref, row in rows:
+        what = label(ref, row, "model", "precision", "gpu", "num_gpus", "engine", "batch_size")
+        metric_text, unit, note = row["metric"].lower(), row["unit"].lower(), row["note"].lower()
+        value_text = row["value"].strip()
+        model, gpu = find_model(row["model"]), find_gpu(row["gpu"])
+        precision = find_precision(row["precision"])
+        n_gpus = int(number(row["num_gpus"]) or 1)
+        batch = row["batch_size"].strip()
+
+        if value_text.upper() == "OOM":
+            if model is None or gpu is None or precision is None:
+                skipped.append(Skip(what, "out-of-memory row whose model, GPU or precision is not in the catalog"))
+                continue
+            context = (number(row["input_len"]) or 0) + (number(row["output_len"]) or 0)
+            need = serving.serving_memory_gib(model, precision, 1, context, "fp16", n_gpus)["total"]
+            out.append(Comparison("fit", what, False, need <= serving.usable_gib(gpu), "fits",
+                                  f"serving needs {need:.1f} GiB of {serving.usable_gib(gpu):.1f} usable"))
+            continue
+        if "weak row" in note or "not recorded" in row["gpu"].lower() or row["gpu"].lower().startswith("unspecified"):
+            skipped.append(Skip(what, "weak row: GPU type not recorded"))
+            continue
+        if gpu is None:
+            skipped.append(Skip(what, f"GPU '{row['gpu']}' is not in the catalog (no bandwidth/peak to estimate from)"))
+            continue
+        if model is None:
+            skipped.append(Skip(what, f"model '{row['model']}' is not in the catalog (no architecture)"))
+            continue
+        if precision is None:
+            skipped.append(Skip(what, f"precision '{row['precision']}' not recorded (vendor-chosen)"))
+            continue
+        if not batch.isdigit():
+            skipped.append(Skip(what, f"batch '{batch}' (maximum-throughput runs: the batch and scheduler are "
+                                      "not recorded, so there is no like-for-like estimate)"))
+            continue
+        if "treat with caution" in note:
+            skipped.append(Skip(what, "weak row: the source flags it (old llama.cpp build, slower on the 4090 "
+                                      "than on the 3090 Ti)"))
+            continue
+        if row["engine"].lower() == "llama.cpp" and n_gpus > 1:
+            skipped.append(Skip(what, "llama.cpp multi-GPU: layers are split across GPUs (pipeline, one GPU "
+                                      "busy at a time), not tensor parallel, so the estimate's TP speed-up "
+                                      "does not apply"))
+            continue
+        if "ms/token" in unit:
+            skipped.append(Skip(what, "throughput-normalised ms/token from HF Accelerate's naive pipeline "
+                                      "(device_map layer split, 2022 eager generate); engine overhead, not "
+                                      "bandwidth, dominates, and the prompt length is not recorded"))
+            continue
+        if precision == "int8" and "bitsandbytes" in row["precision"].lower():
+            skipped.append(Skip(what, "bitsandbytes LLM.int8() decomposes outliers at run time; its kernels "
+                                      "are not bandwidth-bound, so a roofline does not describe them"))
+            continue
+        batch = int(batch)
+        value = float(value_text)
+        try:
+            if "ttft" in metric_text or "first-token" in metric_text:
+                prompt = number(row["input_len"]) or 1
+                est = serving.prefill_seconds(model, gpu, precision, prompt, batch, n_gpus) * 1000
+                out.append(Comparison("prefill", what + f" | TTFT {prompt:g} tokens", value, est, "ms"))
+            elif "prefill" in metric_text or "prompt processing" in metric_text:
+                prompt = number(row["input_len"]) or 1
+                est = prompt * batch / serving.prefill_seconds(model, gpu, precision, prompt, batch, n_gpus)
+                out.append(Comparison("prefill", what + f" | prompt {prompt:g} tokens", value, est, "tokens/s"))
+            elif batch == 1 and ("decode" in metric_text or "output throughput" in metric_text):
+                est = serving.decode_tokens_per_sec(model, gpu, precision, 1, decode_context(row), n_gpus)
+                out.append(Comparison("decode_b1", what, value, est, "tokens/s"))
+            elif "throughput" in metric_text:
+                total = value * (n_gpus if "per gpu" in unit else 1)
+                est = offline_throughput(model, gpu, precision, batch, number(row["input_len"]) or 1,
+                                         number(row["output_len"]) or 1, n_gpus)
+                note_text = "per-GPU figure x GPUs" if "per gpu" in unit else ""
+                if n_gpus > 1 and "per gpu" not in unit:
+                    note_text = "unit as recorded (total); the source table header does not say per GPU"
+                out.append(Comparison("decode_batch", what + f" | {row['input_len']}/{row['output_len']}",
+                                      total, est, "tokens/s", note_text))
+            else:
+                skipped.append(Skip(what, f"metric '{row['metric']}' has no estimate"))
+        except FlopsheetError as exc:
+            skipped.append(Skip(what, f"no estimate: {exc}"))
+    return out, skipped
+
+
+def offline_throughput(model, gpu, precision, batch, prompt, output, n_gpus) -> float:
+    """Output tokens/s of a static batch: prefill of every prompt, then `output` decode
+    steps at the mean context (prompt + output / 2); KV cache in the weight format for
+    8-bit runs (TensorRT-LLM builds its FP8 engines with an FP8 KV cache)."""
+    kv = "fp8" if catalog.precision_row(precision).bits_per_param == 8 else "fp16"
+    prefill = serving.prefill_seconds(model, gpu, precision, prompt, batch, n_gpus)
+    step = serving.decode_step_seconds(model, gpu, precision, batch, prompt + output / 2, n_gpus, kv)
+    return batch * output / (prefill + output * step)
+
+
+# ---------------------------------------------------------------------------- training
+
+def compare_training(rows) -> tuple[list[Comparison], list[Skip]]:
+    out, skipped = [], []
+    for ref, row in rows:
+        what = label(ref, row, "model", "tokens", "gpu_type", "gpu_count")
+        gpu = find_gpu(row["gpu_type"])
+        model = find_model(row["model"])
+        params = model.params if model else (number(row["params_b"]) or 0) * 1e9
+        tokens = number(row["tokens"])
+        hours = number(row["gpu_hours"]) if re.fullmatch(r"[\d,.]+", row["gpu_hours"].strip()) else None
+        gpu_count = number(row["gpu_count"])
+        days = number(row["wall_time"]) if "day" in row["wall_time"] else None
+        used = False
+        if gpu is None:
+            skipped.append(Skip(what, f"accelerator '{row['gpu_type']}' is not in the catalog"))
+            continue
+        peak = gpu.tensor_tflops("bf16")
+        if hours is None and days is not None and gpu_count:
+            hours = gpu_count * days * 24
+        if hours and tokens and params:
+            est = training.training_gpu_hours(params, tokens, gpu)
+            note = "" if model else f"{params / 1e9:g}B parameters from the row (model not in the catalog)"
+            if days is not None:
+                note = (note + "; " if note else "") + f"{gpu_count:g} GPUs x {days:g} days"
+            out.append(Comparison("training_hours", what, hours, est, "GPU-hours", note))
+            used = True
+        elif hours and not tokens:
+            skipped.append(Skip(what, "GPU-hours without a token count"))
+            continue
+        mfu = None
+        if row["mfu_pct"].strip():
+            mfu = number(row["mfu_pct"]) / 100
+        elif row["achieved_tflops_per_gpu"].strip() and peak:
+            mfu = number(row["achieved_tflops_per_gpu"]) / peak
+        if mfu and row["model"].startswith("matmul"):
+            skipped.append(Skip(what, "matmul microbenchmark (achievable peak, not a model's MFU); it bounds "
+                                      "the compute fractions in calibration.py"))
+            continue
+        if mfu:
+            out.append(Comparison("mfu", what, mfu, cal.DEFAULT_MFU, "fraction of dense BF16 peak",
+                                  row["achieved_tflops_per_gpu"] and f"{row['achieved_tflops_per_gpu']} TFLOP/s of "
+                                  f"{peak:g}" or ""))
+            used = True
+        if not used:
+            skipped.append(Skip(what, "no GPU-hours, wall time or MFU that pairs with a token count"
+                                      + (" (token count not verified)" if not tokens else "")))
+    return out, skipped
+
+
+# ---------------------------------------------------------------------------- memory
+
+def hf_qlora_gib(model, rank: int, seq_len: float, micro_batch: int = 1) -> float:
+    """QLoRA memory as the Hugging Face baseline (transformers + bitsandbytes + PEFT) runs it:
+    QLORA_MEMORY_GB (checkpointed), plus PEFT's `prepare_model_for_kbit_training` upcasting
+    every non-quantised parameter (embeddings, LM head, norms) from 16-bit to FP32: 2 more
+    bytes each."""
+    upcast = (model.params - training.linear_params(model)) * 2 / GIB
+    # transformers' causal-LM loss upcasts the logits to FP32 and keeps, at the backward
+    # peak, 16-bit logits + FP32 logits + FP32 log-softmax + FP32 gradient: ~14-16 bytes per
+    # logit where QLORA_MEMORY_GB counts 6 (16-bit + one FP32 copy).
+    loss = (HF_LOSS_BYTES_PER_LOGIT - 6) * seq_len * micro_batch * (model.vocab or 0) / GIB
+    return training.qlora_memory_gib(model, rank, seq_len, micro_batch, True)["total"] + upcast + loss
+
+
+def qlora_max_context(model, memory_gib: float, rank: int = 32, micro_batch: int = 1) -> int:
+    """Longest sequence whose Hugging Face QLoRA memory fits in `memory_gib` (0 if none)."""
+    def need(tokens):
+        return hf_qlora_gib(model, rank, tokens, micro_batch)
+    if need(1) > memory_gib:
+        return 0
+    lo, hi = 1, 2
+    while need(hi) <= memory_gib:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if need(mid) <= memory_gib else (lo, mid)
+    return lo
+
+
+def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
+    out, skipped = [], []
+    for ref, row in rows:
+        what = label(ref, row, "model", "method", "precision", "gpu", "num_gpus")
+        method, peak = row["method"].lower(), row["peak_gpu_mem_gb"].strip()
+        model = find_model(row["model"])
+        gpu_mem = number(row["gpu"]) if re.search(r"\d+\s*GB", row["gpu"]) else None
+
+        if "full fine-tuning" in method and peak.upper() == "OOM":
+            params = model.params if model else number(row["params_b"]) * 1e9
+            states = sum(training.model_state_bytes(params, "bf16", "adamw").values()) / GIB
+            gpu = find_gpu(row["gpu"])
+            out.append(Comparison("fit", what, False, states <= gpu.memory_gb, "fits",
+                                  f"model states alone (18 B/param) {states:.0f} GiB > {gpu.memory_gb:g}"))
+        elif "16-bit full fine-tuning" in method and peak.startswith(">") and model:
+            bound = number(peak)
+            est = training.training_memory_gib(model, "bf16", "adamw", 1, 512)["total"] * GIB / 1e9
+            out.append(Comparison("fit", what, True, est > bound, "above bound",
+                                  f"stated >{bound:g} GB; TRAINING_MEMORY_GB gives {est:.0f} GB"))
+        elif method.startswith("qlora") and peak.startswith("<") and model:
+            bound = number(peak)
+            est = training.qlora_memory_gib(model, 64, QLORA_FIT_TOKENS, 1, True)["total"]
+            out.append(Comparison("fit", what, True, est < bound, "below bound",
+                                  f"stated <{bound:g} GB; QLORA_MEMORY_GB (r 64, the paper's, "
+                                  f"{QLORA_FIT_TOKENS} tokens) gives {est:.1f} GiB"))
+        elif "unsloth" in method and model and gpu_mem:
+            match = re.search(r"HF\+FA2:\s*([\w,]+)", row["context_or_batch"])
+            baseline = match.group(1) if match else ""
+            rank = int(number(re.search(r"r=(\d+)", method).group(1)))
+            found = qlora_max_context(model, gpu_mem, rank)
+            if baseline.upper() == "OOM":
+                need = hf_qlora_gib(model, rank, QLORA_FIT_TOKENS)
+                out.append(Comparison("fit", what + " | HF+FA2", False, need <= gpu_mem, "fits",
+                                      f"HF QLoRA r={rank} needs {need:.1f} GiB at {QLORA_FIT_TOKENS} tokens "
+                                      f"({hf_qlora_gib(model, rank, 1):.1f} at 1 token)"))
+            elif baseline:
+                out.append(Comparison("qlora_context", what + " | HF+FA2", number(baseline), found, "tokens",
+                                      "HF baseline; Unsloth's own figure (offloaded checkpointing) not modelled"))
+        elif "inference weights (vllm)" in method and model:
+            precision = find_precision(row["precision"])
+            n = int(number(row["num_gpus"]))
+            est = serving.serving_memory_gib(model, precision, 1, 1, "fp16", n)["weights"]
+            out.append(Comparison("memory", what + " | weights per GPU", float(peak), est, "GiB",
+                                  "Meta's FP8 checkpoint keeps attention and embeddings in BF16; the "
+                                  "estimate counts every weight at 1 byte"))
+        elif method == "inference weights" and model:
+            precision = find_precision(row["precision"])
+            n = int(number(row["num_gpus"]))
+            est = serving.weight_bytes(model, precision) / 1e9
+            out.append(Comparison("memory", what + " | total weights", float(peak), est, "GB (10^9 B)"))
+        else:
+            reason = ("model not in the catalog (" + row["model"] + ")" if model is None else
+                      "no like-for-like estimate for this method")
+            if "offload" in method:
+                reason = "CPU offload (DeepSpeed ZeRO-3): GPU memory depends on the offload policy; " + reason
+            skipped.append(Skip(what, reason))
+    return out, skipped
+
+
+# ---------------------------------------------------------------------------- report
+
+def run(directory: Path) -> Report:
+    comparisons, skipped = [], []
+    for name, compare in (("inference_measured.csv", compare_inference),
+                          ("training_measured.csv", compare_training),
+                          ("memory_measured.csv", compare_memory)):
+        found, left = compare(read_rows(directory, name))
+        comparisons += found
+        skipped += left
+    return Report(comparisons, skipped)
+
+
+def _fmt(value: float) -> str:
+    if isinstance(value, bool):
+        return str(value).upper()
+    if value == 0:
+        return "0"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    if abs(value) >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def format_report(report: Report, worst: int = 5) -> str:
+    lines = ["Flopsheet accuracy report: estimates against measured rows",
+             "error = (estimate - measured) / measured; APE = |error|", ""]
+    lines.append(f"{'metric':<16}{'rows':>5}  {'median APE':>10}  description")
+    for key, title in METRICS.items():
+        rows = report.of(key)
+        if key in BOOLEAN_METRICS:
+            good, total = report.correct(key)
+            summary = f"{good}/{total} right"
+        else:
+            median = report.median_ape(key)
+            summary = "-" if median is None else f"{median:.1%}"
+        lines.append(f"{key:<16}{len(rows):>5}  {summary:>10}  {title}")
+    lines.append("")
+    lines.append(f"Constants: DEFAULT_MFU {cal.DEFAULT_MFU}, decode bandwidth fraction "
+                 f"{cal.DECODE_BANDWIDTH_FRACTION}, quantised-kernel factor {cal.QUANTIZED_DECODE_PENALTY}, "
+                 f"per-layer overhead {cal.PER_LAYER_OVERHEAD_US} us, prefill compute fraction "
+                 f"{cal.PREFILL_COMPUTE_FRACTION}, decode compute fraction {cal.DECODE_COMPUTE_FRACTION}")
+    for key, title in METRICS.items():
+        rows = report.of(key)
+        if not rows:
+            continue
+        lines += ["", f"== {title} ({key}) =="]
+        if key in BOOLEAN_METRICS:
+            for c in rows:
+                verdict = "right" if c.error == 0 else "WRONG"
+                lines.append(f"  [{verdict}] {c.row}")
+                lines.append(f"          measured {c.unit}={_fmt(bool(c.measured))}, estimate "
+                             f"{c.unit}={_fmt(bool(c.estimate))}; {c.note}")
+            continue
+        ranked = sorted(rows, key=lambda c: -abs(c.error))
+        shown = ranked if len(ranked) <= worst else ranked[:worst]
+        lines.append(f"  {'all rows' if shown is ranked else f'worst {len(shown)} of {len(rows)}'}:")
+        for c in shown:
+            lines.append(f"  {c.error:+7.1%}  measured {_fmt(c.measured)} {c.unit}, estimate {_fmt(c.estimate)}"
+                         f"  <- {c.row}" + (f"  [{c.note}]" if c.note else ""))
+    lines += ["", f"== Skipped rows ({len(report.skipped)}), with the reason =="]
+    for s in report.skipped:
+        lines.append(f"  {s.row}")
+        lines.append(f"      {s.reason}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m udfs.accuracy", description=__doc__.split("\n")[0])
+    parser.add_argument("--measured", help="directory of measured CSV files (default: ../shared/reference/"
+                                           "measured beside the repository, or $FLOPSHEET_MEASURED)")
+    parser.add_argument("--worst", type=int, default=5, help="worst cases shown per metric (default 5)")
+    args = parser.parse_args(argv)
+    directory = measured_dir(args.measured)
+    if not directory.is_dir():
+        print(f"No measured data: {directory} does not exist. Point --measured or FLOPSHEET_MEASURED at the "
+              "directory of *_measured.csv files; nothing to compare.")
+        return 0
+    print(format_report(run(directory), args.worst))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
