@@ -193,7 +193,8 @@ def _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, b
     rate = price(gpu, workload, price_basis)
     if workload == "serve":
         opt = _serving_option(gpu, model, precision, batch, tokens_or_traffic or 0, min_tps, rate)
-        return opt, (opt.cost * opt.tokens_per_sec * 3600 * 730 / 1e6 if (opt.ok and opt.cost) else None)
+        # the budget applies to the month: every GPU of every replica for 730 hours
+        return opt, (rate[0] * opt.count * economics.HOURS_PER_MONTH if (opt.ok and rate) else None)
     tokens = tokens_or_traffic or (CHINCHILLA_TOKENS_PER_PARAM * model.params if workload == "train"
                                    else FINETUNE_TOKENS)
     opt = _training_option(gpu, model, workload, precision, tokens, deadline_days or DEFAULT_DEADLINE_DAYS, rate)

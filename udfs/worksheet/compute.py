@@ -32,14 +32,16 @@ def params_of(value) -> float:
 @worksheet("TRAINING_FLOPS", "Training compute: 6 x parameters x tokens (8x with full activation recompute).",
            "FLOPs", "Training", [MODEL_OR_PARAMS, TOKENS,
                                  Arg("full_recompute", "bool", "Full activation recomputation", default=False)],
-           examples=[((7e9, 2e12), 8.4e22), (("Llama 2 7B", "2T"), 8.0861e22), (("7B", 1e12, True), 5.6e22)])
+           examples=[((7e9, 2e12), 8.4e22), (("Llama 2 7B", "2T"), 8.0861e22), (("7B", 1e12, True), 5.6e22)],
+           formula='IF({full_recompute},8,6)*{model_or_params}*{tokens}')
 def training_flops(model_or_params, tokens, full_recompute):
     return training.training_flops(params_of(model_or_params), tokens, full_recompute)
 
 
 @worksheet("TRAINING_GPU_HOURS", "GPU-hours to train: FLOPs / (dense peak x MFU) / 3600.", "GPU-hours", "Training",
            [MODEL_OR_PARAMS, TOKENS, GPU, MFU, PRECISION],
-           examples=[(("Llama 2 7B", 2e12, "A100"), 179_979), ((7e9, 1e12, "H100", 0.5), 23_581)])
+           examples=[(("Llama 2 7B", 2e12, "A100"), 179_979), ((7e9, 1e12, "H100", 0.5), 23_581)],
+           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600')
 def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision):
     return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision)
 
@@ -47,7 +49,8 @@ def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision):
 @worksheet("TRAINING_DAYS", "Wall-clock days to train on n GPUs: GPU-hours / n / 24.", "days", "Training",
            [MODEL_OR_PARAMS, TOKENS, GPU, Arg("n_gpus", "integer", "GPUs training together", "GPUs", min=1), MFU,
             PRECISION],
-           examples=[((7e9, 1e12, "H100", 512, 0.5), 1.9190)])
+           examples=[((7e9, 1e12, "H100", 512, 0.5), 1.9190)],
+           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600/{n_gpus}/24')
 def training_days(model_or_params, tokens, gpu, n_gpus, mfu, precision):
     return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision) / n_gpus / 24
 
@@ -55,7 +58,8 @@ def training_days(model_or_params, tokens, gpu, n_gpus, mfu, precision):
 @worksheet("TRAINING_COST", "Cost to train: GPU-hours x price per GPU-hour.", "$", "Training",
            [MODEL_OR_PARAMS, TOKENS, GPU, Arg("price_per_gpu_hour", "number", "Price of one GPU-hour", "$/GPU-hour",
                                               min=0), MFU, PRECISION],
-           examples=[((7e9, 1e12, "H100", 2.0, 0.5), 47_162)])
+           examples=[((7e9, 1e12, "H100", 2.0, 0.5), 47_162)],
+           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600*{price_per_gpu_hour}')
 def training_cost(model_or_params, tokens, gpu, price_per_gpu_hour, mfu, precision):
     return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision) * price_per_gpu_hour
 
@@ -65,7 +69,8 @@ def training_cost(model_or_params, tokens, gpu, price_per_gpu_hour, mfu, precisi
            [GPU, Arg("baseline_gpu", "gpu", "Baseline GPU", default="A100"),
             Arg("workload", "choice", "training (tensor FLOPs) or inference (bandwidth)",
                 choices=("training", "inference"), default="training")],
-           examples=[(("H100",), 3.1715), (("H100", "A100", "inference"), 1.643), (("A100 40GB", "A100"), 1.0)])
+           examples=[(("H100",), 3.1715), (("H100", "A100", "inference"), 1.643), (("A100 40GB", "A100"), 1.0)],
+           formula='IF({workload}="training",{gpu.bf16_tflops}/{baseline_gpu.bf16_tflops},{gpu.bandwidth_tbs}/{baseline_gpu.bandwidth_tbs})')
 def speedup(gpu, baseline_gpu, workload):
     from ..errors import value_error
     attribute = "bf16_tflops" if workload == "training" else "bandwidth_tbs"

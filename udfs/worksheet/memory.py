@@ -16,7 +16,8 @@ ADAPTER = Arg("adapter_fraction", "number", "QLoRA: fraction of parameters in th
            "optimizer states and activations.", "GB of GPU memory (GiB)", "Memory",
            [PARAMS, PRECISION, OPTIMIZER, ACT_MULT, ADAPTER, PART],
            examples=[((7e9,), 143.424), (("7B", "bf16", "adamw", 2, 0.01, "weights"), 13.039),
-                     ((7e9, "fp16", "none"), 15.646), ((7e9, "int4", "qlora"), 10.822)])
+                     ((7e9, "fp16", "none"), 15.646), ((7e9, "int4", "qlora"), 10.822)],
+           formula='CHOOSE(MATCH({part},{"total","weights","gradients","optimizer","activations"},0),{params}*{precision.bytes_per_param}+IF({optimizer}="none",0,IF({optimizer}="qlora",{params}*{adapter_fraction}*4,{params}*4))+IF({optimizer}="none",0,IF({optimizer}="sgd",{params}*4,IF({optimizer}="qlora",INT({params}*{adapter_fraction})*4*3,{params}*4*3)))+{params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}),{params}*{precision.bytes_per_param},IF({optimizer}="none",0,IF({optimizer}="qlora",{params}*{adapter_fraction}*4,{params}*4)),IF({optimizer}="none",0,IF({optimizer}="sgd",{params}*4,IF({optimizer}="qlora",INT({params}*{adapter_fraction})*4*3,{params}*4*3))),{params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}))/1073741824')
 def gpu_memory(params, precision, optimizer, activation_multiplier, adapter_fraction, part):
     est = lesson.model_memory_estimate(params, precision, optimizer, activation_multiplier, adapter_fraction)
     return est[part]
@@ -36,14 +37,16 @@ def gpu_memory_table(params, precision, optimizer, activation_multiplier, adapte
             Arg("gpu_or_capacity", "gpu_or_capacity", "GPU name (catalog memory) or memory per GPU", "GB",
                 default=80, min=0, min_open=True),
             Arg("headroom_gb", "number", "Memory kept free on each GPU", "GB", default=5, min=0)],
-           examples=[((143.4,), 2), ((266.4,), 4), ((1434.2,), 20), ((30, "RTX 4090", 2), 2)])
+           examples=[((143.4,), 2), ((266.4,), 4), ((1434.2,), 20), ((30, "RTX 4090", 2), 2)],
+           formula='MAX(1,ROUNDUP({memory_gb}/({gpu_or_capacity}-{headroom_gb}),0))')
 def gpus_needed(memory_gb, gpu_or_capacity, headroom_gb):
     return lesson.gpus_needed(memory_gb, gpu_or_capacity, headroom_gb)
 
 
 @worksheet("MODEL_SIZE_GB", "Size of a model's weights file: parameters x bytes per parameter.",
            "GB (10^9 bytes)", "Memory", [PARAMS, PRECISION],
-           examples=[(("7B", "fp16"), 14.0), ((70e9, "int4"), 35.0)])
+           examples=[(("7B", "fp16"), 14.0), ((70e9, "int4"), 35.0)],
+           formula='{params}*{precision.bytes_per_param}/1E9')
 def model_size_gb(params, precision):
     from ..catalog import precision_row
     return params * precision_row(precision).bytes_per_param / GB

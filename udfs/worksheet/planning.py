@@ -11,7 +11,8 @@ from .common import positive
            [positive("requests_per_minute", "Requests per minute", "requests/min"),
             positive("tokens_per_request", "Output tokens per request", "tokens"),
             Arg("headroom", "number", "Burst headroom on top of the average", "fraction", default=0.2, min=0)],
-           examples=[((1000, 200), 4000.0), ((1000, 200, 0), 3333.333)])
+           examples=[((1000, 200), 4000.0), ((1000, 200, 0), 3333.333)],
+           formula='{requests_per_minute}/60*{tokens_per_request}*(1+{headroom})')
 def tokens_per_sec_needed(requests_per_minute, tokens_per_request, headroom):
     return lesson.tokens_per_sec_needed(requests_per_minute, tokens_per_request, headroom)
 
@@ -20,7 +21,8 @@ def tokens_per_sec_needed(requests_per_minute, tokens_per_request, headroom):
            "instances", "Planning",
            [positive("tokens_per_sec_needed", "Throughput to sustain", "tokens/s"),
             positive("tokens_per_sec_per_instance", "Throughput of one instance", "tokens/s")],
-           examples=[((4000, 400), 10), ((4001, 400), 11)])
+           examples=[((4000, 400), 10), ((4001, 400), 11)],
+           formula='ROUNDUP({tokens_per_sec_needed}/{tokens_per_sec_per_instance}-1E-9,0)')
 def instances_needed(tokens_per_sec_needed, tokens_per_sec_per_instance):
     return lesson.instances_needed(tokens_per_sec_needed, tokens_per_sec_per_instance)
 
@@ -29,7 +31,8 @@ def instances_needed(tokens_per_sec_needed, tokens_per_sec_per_instance):
            "tokens / seconds.", "tokens/s per request", "Planning",
            [positive("tokens_per_request", "Output tokens per request", "tokens"),
             positive("latency_s", "Latency target (e.g. p95)", "s")],
-           examples=[((200, 5), 40.0)])
+           examples=[((200, 5), 40.0)],
+           formula='{tokens_per_request}/{latency_s}')
 def tokens_per_sec_per_request(tokens_per_request, latency_s):
     return tokens_per_request / latency_s
 

@@ -1,0 +1,40 @@
+"""The add-in subcommands of `flopsheet`: `addin install`, `addin lite` and `serve`.
+
+Only argparse here: the run functions import xlwings (and the server) when they run, so
+`flopsheet calc` and the engine never import them.
+"""
+
+
+def _run_install(args) -> int:
+    from . import classic
+    return classic.install(dry_run=args.dry_run)
+
+
+def _run_lite(args) -> int:
+    from . import lite
+    return lite.write(args.out, wheel_url=args.wheel_url, build=not args.no_wheel)
+
+
+def _run_serve(args) -> int:
+    from . import server
+    return server.serve(host=args.host, port=args.port, project_dir=args.project_dir, log_level=args.log_level)
+
+
+def add(sub) -> None:
+    addin = sub.add_parser("addin", help="install the Excel add-in (classic, Windows) or write the xlwings Lite files")
+    addin_sub = addin.add_subparsers(dest="addin_command", required=True)
+    install = addin_sub.add_parser("install", help="classic xlwings add-in for desktop Excel on Windows")
+    install.add_argument("--dry-run", action="store_true", help="show what would be set, change nothing")
+    install.set_defaults(run=_run_install)
+    lite = addin_sub.add_parser("lite", help="write main.py and requirements.txt for xlwings Lite")
+    lite.add_argument("--out", required=True, help="folder to write into")
+    lite.add_argument("--wheel-url", help="HTTPS URL where the flopsheet wheel is served (goes in requirements.txt)")
+    lite.add_argument("--no-wheel", action="store_true", help="do not build the wheel into the folder")
+    lite.set_defaults(run=_run_lite)
+
+    serve = sub.add_parser("serve", help="run xlwings Server with Flopsheet's functions (needs XLWINGS_LICENSE_KEY)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--project-dir", help="use this xlwings Server project folder instead of a generated one")
+    serve.add_argument("--log-level", default="warning", help="uvicorn log level")
+    serve.set_defaults(run=_run_serve)

@@ -1,0 +1,69 @@
+"""xlwings Lite: `flopsheet addin lite` writes main.py and requirements.txt; the wheel is pure
+Python; main.py, importing Flopsheet from the installed wheel alone, publishes every
+function through xlwings' Office.js metadata (`xlwings.server.custom_functions_meta`)."""
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from addin.spec import registry_functions
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHECK = """
+import json, sys, asyncio
+import main
+import xlwings.server as s
+meta = s.custom_functions_meta(main)
+call = {"func_name": "gpu_tokens_per_sec", "args": [[["H100"]], [[14]], None, None], "client": "Office.js",
+        "version": "x", "runtime": "1.4", "culture_info_name": "en-US", "date_format": "M/d/yyyy"}
+result = asyncio.run(s.custom_functions_call(call, main))
+import udfs
+print(json.dumps({"names": [f["id"] for f in meta["functions"]], "result": result, "udfs": udfs.__file__}))
+"""
+
+
+@pytest.fixture(scope="module")
+def lite_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lite")
+    r = subprocess.run([sys.executable, "-m", "udfs", "addin", "lite", "--out", str(out),
+                        "--wheel-url", "https://example.org/flopsheet.whl"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_writes_main_and_requirements(lite_dir):
+    assert "from addin.functions import *" in (lite_dir / "main.py").read_text()
+    assert (lite_dir / "requirements.txt").read_text().strip() == "https://example.org/flopsheet.whl"
+
+
+def test_wheel_is_pure_python_with_the_catalogs(lite_dir):
+    wheels = list(lite_dir.glob("flopsheet-*.whl"))
+    assert len(wheels) == 1 and wheels[0].name.endswith("-py3-none-any.whl")
+    names = zipfile.ZipFile(wheels[0]).namelist()
+    assert "addin/functions.py" in names and "udfs/registry.py" in names
+    assert any(n.startswith("udfs/data/") and n.endswith(".csv") for n in names)
+    assert not any(n.endswith((".so", ".pyd", ".dll")) for n in names)
+
+
+def test_main_py_from_the_wheel_lists_every_function(lite_dir, tmp_path):
+    wheel = next(lite_dir.glob("flopsheet-*.whl"))
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, timeout=300)
+    # As in Lite: xlwings' Office.js decorators, and Flopsheet only from the wheel (not the checkout).
+    env = dict(os.environ, XLWINGS_ON_SERVER="true", XLWINGS_LICENSE_KEY="noncommercial",
+               PYTHONPATH=os.pathsep.join([str(lite_dir), str(target)]))
+    r = subprocess.run([sys.executable, "-c", CHECK], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["udfs"].startswith(str(target))
+    assert sorted(out["names"]) == sorted(registry_functions())
+    assert out["result"] == [[pytest.approx(167.5)]]

@@ -1,0 +1,321 @@
+"""`flopsheet serve` over the real protocol: the xlwings Server app on 127.0.0.1, called the
+way Excel's custom-functions runtime calls it (payload shape from
+shared/notes/excel-runtimes.md), every registry function compared with the engine."""
+
+import importlib.util
+import json
+import math
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+# find_spec, not import: importing xlwings_server switches xlwings into server mode for
+# the whole test process (it sets XLWINGS_ON_SERVER).
+if importlib.util.find_spec("xlwings_server") is None:
+    pytest.skip("xlwings-server is not installed (pip install 'flopsheet[server]')", allow_module_level=True)
+
+from addin.spec import arg_doc, python_optional, registry_functions  # noqa: E402
+from udfs import registry  # noqa: E402
+from udfs.errors import FlopsheetError  # noqa: E402
+from udfs.table import Table  # noqa: E402
+
+pytestmark = pytest.mark.server
+ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"  # only ever loopback
+ERROR_TYPES = {"#DIV/0!": "Div0", "#N/A": "NotAvailable", "#NAME?": "Name", "#NULL!": "Null",
+               "#NUM!": "Num", "#REF!": "Ref", "#VALUE!": "Value"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    port = _free_port()
+    env = dict(os.environ, XLWINGS_LICENSE_KEY="noncommercial",
+               XDG_CACHE_HOME=str(tmp_path_factory.mktemp("cache")))
+    env.pop("XLWINGS_FUNCTIONS_NAMESPACE", None)
+    log = tmp_path_factory.mktemp("log") / "serve.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "udfs", "serve", "--host", HOST, "--port", str(port)],
+                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://{HOST}:{port}"
+    client = httpx.Client(base_url=base, timeout=30)
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            if client.get("/manifest").status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"flopsheet serve did not start:\n{log.read_text()}")
+        time.sleep(0.3)
+    yield client
+    client.close()
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="session")
+def fns():
+    return registry_functions()
+
+
+@pytest.fixture(scope="session")
+def meta(server):
+    r = server.get("/xlwings/custom-functions-meta.json")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def payload(name, args):
+    return {"func_name": name.lower(), "args": args, "caller_address": "[Book1.xlsx]Sheet1!A1",
+            "client": "Office.js", "version": "0.37.8", "runtime": "1.4", "culture_info_name": "en-US",
+            "date_format": "M/d/yyyy", "session_id": "test-session"}
+
+
+def enum_params(meta_json) -> dict[str, set[str]]:
+    """Function id -> names of its drop-down (scalar) parameters."""
+    return {f["id"]: {p["name"] for p in f["parameters"] if "customEnumId" in p} for f in meta_json["functions"]}
+
+
+def as_excel(fn, scalar_args, enums: set[str]):
+    """Scalar Python arguments the way Office.js sends them: a matrix [[v]] per argument
+    (plain value for drop-down parameters), null for the ones not given."""
+    out = []
+    for i, a in enumerate(fn.args):
+        if i >= len(scalar_args) or scalar_args[i] is None:
+            out.append(None)
+        elif a.name in enums:
+            out.append(scalar_args[i])
+        else:
+            out.append([[scalar_args[i]]])
+    return out
+
+
+def expected_cells(result):
+    """The engine's answer as the server must send it (2-D, errors as Excel error objects)."""
+    if isinstance(result, Table):
+        return result.to_list()
+    if isinstance(result, list):
+        return result
+    return [[result]]
+
+
+def same(actual, expected) -> bool:
+    if isinstance(expected, list):
+        return (isinstance(actual, list) and len(actual) == len(expected)
+                and all(same(a, e) for a, e in zip(actual, expected)))
+    if isinstance(expected, str) and expected in ERROR_TYPES:
+        return actual == {"type": "Error", "errorType": ERROR_TYPES[expected]}
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return actual == expected
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return math.isclose(actual, expected, rel_tol=1e-12, abs_tol=1e-12)
+    if expected is None:
+        return actual in ("", None)
+    return actual == expected
+
+
+def engine(fn, *args):
+    """(200, cells) or (400, message) from the engine itself."""
+    try:
+        return 200, expected_cells(registry.call_array(fn, *args))
+    except FlopsheetError as e:
+        return 400, str(e)
+
+
+def check(server, fn, excel_args, expected):
+    r = server.post("/xlwings/custom-functions-call", json=payload(fn.name, excel_args))
+    status, value = expected
+    assert r.status_code == status, (fn.name, excel_args, r.status_code, r.text)
+    if status == 200:
+        assert same(r.json()["result"], value), (fn.name, excel_args, r.json(), value)
+    else:
+        assert value in r.text, (fn.name, r.text, value)
+
+
+def example_args(fn):
+    return list(fn.examples[0][0]) if fn.examples else []
+
+
+# ------------------------------------------------------------------ the three endpoints
+def test_manifest_and_code(server, fns):
+    manifest = server.get("/manifest")
+    assert manifest.status_code == 200 and "<OfficeApp" in manifest.text
+    assert 'DefaultValue="FLOPSHEET"' in manifest.text  # the namespace: =FLOPSHEET.GPU_MEMORY(...)
+    code = server.get("/xlwings/custom-functions-code.js")
+    assert code.status_code == 200
+    for name in fns:
+        assert f'CustomFunctions.associate("{name}"' in code.text
+
+
+def test_meta_lists_every_function_with_help(meta, fns):
+    by_id = {f["id"]: f for f in meta["functions"]}
+    assert set(by_id) == set(fns), "the server publishes exactly the registry's functions"
+    for name, fn in fns.items():
+        entry = by_id[name]
+        assert entry["name"] == name
+        assert entry["description"].startswith(fn.help)
+        assert [p["name"] for p in entry["parameters"]] == [a.name for a in fn.args]
+        for p, a in zip(entry["parameters"], fn.args):
+            assert p["description"] == arg_doc(fn, a)
+            assert p.get("optional", False) == python_optional(fn, a), (name, a.name)
+            if a.choices:
+                assert "customEnumId" in p, f"{name}.{a.name} should be a drop-down"
+
+
+def test_enum_drop_downs_list_the_choices(meta, fns):
+    enums = {e["id"]: [v["stringValue"] for v in e["values"]] for e in meta.get("enums", [])}
+    for name, fn in fns.items():
+        for a in fn.args:
+            if a.choices:
+                assert enums[f"{name}.{a.name}".upper()] == list(a.choices)
+
+
+# ------------------------------------------------------------------ calls vs the engine
+def test_every_function_scalar_call_matches_engine(server, meta, fns):
+    enums = enum_params(meta)
+    for name, fn in fns.items():
+        args = example_args(fn)
+        check(server, fn, as_excel(fn, args, enums[name]), engine(fn, *args))
+
+
+def test_omitted_and_blank_cells_mean_default(server, meta, fns):
+    enums = enum_params(meta)
+    for name, fn in fns.items():
+        example = example_args(fn)
+        # keep the required arguments of the example, leave every optional one out
+        args = [v if not a.optional else None for a, v in zip(fn.args, example)]
+        expected = engine(fn, *args)
+        omitted = as_excel(fn, args, enums[name])
+        check(server, fn, omitted, expected)  # omitted: null
+        for blank in ("", None):  # a referenced empty cell: [[""]] or [[null]]
+            cells = [v if v is not None else (blank if a.name in enums[name] else [[blank]])
+                     for a, v in zip(fn.args, omitted)]
+            check(server, fn, cells, expected)
+
+
+def test_range_arguments_give_same_shaped_arrays(server, meta, fns):
+    enums = enum_params(meta)
+    for name, fn in fns.items():
+        if not fn.vectorizable or not fn.examples:
+            continue
+        args = example_args(fn)
+        i = next((k for k, a in enumerate(fn.args[:len(args)]) if a.name not in enums[name]), None)
+        if i is None:
+            continue
+        cells = as_excel(fn, args, enums[name])
+        column = [[args[i]], [args[i]], [""]]  # three rows, the last one blank
+        cells[i] = column
+        py_args = list(args)
+        py_args[i] = column
+        status, expected = engine(fn, *py_args)
+        assert status == 200 and len(expected) == 3
+        check(server, fn, cells, (status, expected))
+
+
+def test_bad_inputs_are_400_with_the_message(server, meta, fns):
+    enums = enum_params(meta)
+    for name, fn in fns.items():
+        first = fn.args[0] if fn.args else None
+        if first is None:
+            continue
+        for bad in ("no-such-thing-42", -1e308, True):
+            args = example_args(fn) or [None] * len(fn.args)
+            args = list(args) + [None] * (len(fn.args) - len(args))
+            args[0] = bad
+            expected = engine(fn, *args)
+            check(server, fn, as_excel(fn, args, enums[name]), expected)
+        # an error value in a cell is passed on (as the engine would), not mistaken for blank
+        cells = as_excel(fn, example_args(fn), enums[name])
+        cells += [None] * (len(fn.args) - len(cells))
+        if first.name not in enums[name]:
+            cells[0] = [[{"type": "Error", "basicValue": "#N/A", "errorType": "NotAvailable"}]]
+            r = server.post("/xlwings/custom-functions-call", json=payload(name, cells))
+            if first.type == "list":
+                assert r.status_code in (200, 400)
+            else:
+                assert r.status_code == 400 and "#N/A" in r.text, (name, r.text)
+
+
+def test_a_spilled_error_cell_stays_an_error(server, fns):
+    fn = fns["JOB_COST"]
+    r = server.post("/xlwings/custom-functions-call", json=payload("JOB_COST", [[[32.77], ["abc"]], [[10]]]))
+    assert r.status_code == 200
+    assert r.json()["result"][1] == [{"type": "Error", "errorType": "Value"}]
+    assert same(r.json()["result"][0][0], registry.call(fn, 32.77, 10))
+
+
+# ------------------------------------------------------------------ load
+def test_load_50_clients_2000_calls(server, meta, fns):
+    enums = enum_params(meta)
+    cases = []
+    for name, fn in fns.items():
+        args = example_args(fn)
+        cases.append((fn, as_excel(fn, args, enums[name]), engine(fn, *args)))
+        if fn.args and fn.args[0].name not in enums[name]:
+            bad = list(args) + [None] * (len(fn.args) - len(args))
+            bad[0] = "not-a-valid-input"
+            cases.append((fn, as_excel(fn, bad, enums[name]), engine(fn, *bad)))
+    rng = random.Random(5)
+    work = [rng.choice(cases) for _ in range(2000)]
+    base = str(server.base_url)
+
+    def worker(chunk):
+        problems, statuses = [], []
+        with httpx.Client(base_url=base, timeout=60) as client:
+            for fn, cells, (status, value) in chunk:
+                r = client.post("/xlwings/custom-functions-call", json=payload(fn.name, cells))
+                statuses.append(r.status_code)
+                if r.status_code != status:
+                    problems.append((fn.name, r.status_code, r.text[:200]))
+                elif status == 200 and not same(r.json()["result"], value):
+                    problems.append((fn.name, "wrong", r.text[:200]))
+        return problems, statuses
+
+    chunks = [work[i::50] for i in range(50)]
+    with ThreadPoolExecutor(50) as pool:
+        results = list(pool.map(worker, chunks))
+    statuses = [s for _, st in results for s in st]
+    problems = [p for pr, _ in results for p in pr]
+    assert len(statuses) == 2000
+    assert not [s for s in statuses if s >= 500], "no 5xx under load"
+    assert not problems, problems[:5]
+    assert server.get("/xlwings/custom-functions-meta.json").status_code == 200  # still answering
+
+
+def test_serve_refuses_without_a_licence_key(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "XLWINGS_LICENSE_KEY"}
+    r = subprocess.run([sys.executable, "-m", "udfs", "serve", "--port", str(_free_port())], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "XLWINGS_LICENSE_KEY" in r.stderr and "noncommercial" in r.stderr and "commercial" in r.stderr
+
+
+def test_meta_is_json_serialisable_and_unique(meta):
+    ids = [f["id"] for f in meta["functions"]]
+    assert len(ids) == len(set(ids))
+    json.dumps(meta)
+
+
+def test_an_error_cell_without_text_is_still_an_error(server):
+    error = {"type": "Error", "errorType": "Div0"}  # Office.js may send only the error type
+    r = server.post("/xlwings/custom-functions-call", json=payload("JOB_COST", [[[error]], [[10]]]))
+    assert r.status_code == 400 and "#DIV/0!" in r.text

@@ -1,0 +1,308 @@
+"""`flopsheet report`: scenario files, the report workbook against the engine, LibreOffice
+recalculation and rendering, bad scenarios, overwrite refusal."""
+
+from __future__ import annotations
+
+import csv
+import math
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+import udfs
+from udfs import catalog, economics, lesson, picker
+from udfs.cli import main as cli_main
+from workbook_templates import report, report_engine, scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.toml"))
+NAMES = [p.stem for p in EXAMPLES]
+ERRORS = ("#VALUE!", "#NAME?", "#REF!", "#DIV/0!", "#NUM!", "#N/A", "#NULL!", "Err:")
+
+
+def test_four_examples_exist():
+    assert set(NAMES) >= {"pretrain-7b", "qlora-70b", "serve-70b", "serve-8b"}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reports")
+    paths = {}
+    for p in EXAMPLES:
+        target = out / f"{p.stem}.xlsx"
+        assert cli_main(["report", str(p), "-o", str(target), "--csv"]) == 0
+        paths[p.stem] = target
+    return paths
+
+
+def _summary_values(ws) -> dict:
+    return {ws.cell(row=r, column=1).value: ws.cell(row=r, column=2).value for r in range(1, ws.max_row + 1)
+            if ws.cell(row=r, column=1).value}
+
+
+def _engine_best(sc: scenario.Scenario):
+    """The recommendation recomputed here from the picker and udfs.economics, independently of
+    report_engine: every candidate priced at the scenario's rates, cheapest OK option."""
+    model = sc.model                     # a catalog Model or a parameter count, as the picker takes
+    names = None if sc.gpus is None else set(sc.gpus)
+    o = sc.ownership
+    best = None
+    for basis in sc.pricing:
+        for opt in picker.rank(sc.kind, model, sc.precision, sc.objective, None, sc.deadline_days, sc.work,
+                               sc.batch, basis, sc.min_tokens_per_sec):
+            if names is not None and opt.gpu not in names:
+                continue
+            if not (opt.ok or opt.reason.startswith("no price")):
+                continue
+            g = catalog.gpu(opt.gpu)
+            if basis == "cloud":
+                rate = sc.cloud_overrides.get(g.name) or (picker.cloud_rate(g) or (None,))[0]
+            else:
+                price = sc.purchase_overrides.get(g.name, g.price_usd)
+                rate = udfs.call("OWNED_COST_PER_GPU_HOUR", price, o.lifetime_years, g.tdp_w or 0, o.pue,
+                                 o.usd_per_kwh, o.utilization, o.cost_of_capital, o.residual_fraction * price,
+                                 o.opex_per_gpu_year) if price else None
+                assert rate is None or math.isclose(rate, economics.owned_cost_per_gpu_hour(
+                    price, o.lifetime_years, g.tdp_w or 0, o.pue, o.usd_per_kwh, o.utilization, o.cost_of_capital,
+                    o.residual_fraction * price, o.opex_per_gpu_year), rel_tol=1e-9)
+            if rate is None:
+                continue
+            if sc.serving:
+                cost = rate * opt.count * 730
+            else:
+                cost = opt.days * opt.count * 24 * rate
+            if sc.budget_usd and cost > sc.budget_usd:
+                continue
+            cand = (cost, g.name, basis, opt.count, opt.days)
+            if best is None or cost < best[0] - 1e-6:
+                best = cand
+    return best
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_summary_matches_engine(built, name):
+    sc = scenario.load(ROOT / "examples" / f"{name}.toml")
+    wb = openpyxl.load_workbook(built[name])
+    assert list(wb.sheetnames) == list(report.SHEETS)
+    ws = wb["Summary"]
+    values = _summary_values(ws)
+    cost, gpu, basis, count, days = _engine_best(sc)
+    assert values["Recommended GPU"] == gpu
+    assert values["Rent or own"] == ("rent (cloud)" if basis == "cloud" else "own")
+    key = "Cost per month ($)" if sc.serving else "Total cost ($)"
+    assert math.isclose(values[key], cost, rel_tol=1e-9)
+    if not sc.serving:
+        # with scenario counts the recommendation may use more GPUs at the same cost: the job's GPU-hours agree
+        assert math.isclose(values["GPU-hours"], days * count * 24, rel_tol=1e-9)
+    else:
+        assert values["GPUs"] == count
+        assert math.isclose(values["Output tokens/s provisioned"], lesson.tokens_per_sec_needed(
+            sc.requests_per_minute, sc.output_tokens_per_request, sc.headroom))
+        assert math.isclose(values["$ per 1M output tokens"],
+                            economics.cost_per_1m_tokens(cost / 730, sc.traffic_tokens_per_sec), rel_tol=1e-9)
+    # values, not formulas, on the Summary; version and catalog date shown
+    for row in ws.iter_rows():
+        for c in row:
+            assert not (isinstance(c.value, str) and c.value.startswith("=") and c.data_type == "f")
+    assert values["Flopsheet version"] == udfs.__version__
+    assert values["Catalog date"] == catalog.catalog_date()
+    labels = [ws.cell(row=r, column=1).value for r in range(1, ws.max_row + 1)]
+    assert "Recommended" in labels and "Runner-up 1" in labels and "Runner-up 2" in labels
+
+
+def test_lesson_q4_traffic():
+    sc = scenario.load(ROOT / "examples" / "serve-70b.toml")
+    assert math.isclose(sc.traffic_tokens_per_sec, 4000)
+    assert math.isclose(sc.min_tokens_per_sec, udfs.call("TOKENS_PER_SEC_PER_REQUEST", 200, 5))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_options_sheet_and_csv(built, name):
+    sc = scenario.load(ROOT / "examples" / f"{name}.toml")
+    wb = openpyxl.load_workbook(built[name])
+    ws = wb["Options"]
+    header = [c.value for c in ws[4]]
+    assert "Why it fails / note" in header and "Rent or own" in header
+    if sc.serving:
+        assert "$ per 1M output tokens" in header
+    rows = list(ws.iter_rows(min_row=5, values_only=True))
+    verdict = header.index("Verdict")
+    why = header.index("Why it fails / note")
+    bases = {r[header.index("Rent or own")] for r in rows}
+    assert bases == {"cloud", "owned"}
+    failing = [r for r in rows if r[verdict] == "fails"]
+    assert failing and all(r[why] for r in failing)
+    with open(built[name].with_suffix(".csv"), newline="") as f:
+        table = list(csv.reader(f))
+    assert len(table) == len(rows) + 1
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_charts_and_sensitivity(built, name):
+    wb = openpyxl.load_workbook(built[name])
+    src = report_engine.analyse(scenario.load(ROOT / "examples" / f"{name}.toml"))
+    assigned = {a["assumption"] for a in src.sensitivity}
+    assert len(assigned) == 6
+    assert any("Electricity" in a for a in assigned) and any("Lifetime" in a for a in assigned)
+    ws = wb["Sensitivity"]
+    got = {ws.cell(row=r, column=1).value for r in range(5, 11)}
+    assert got == assigned
+    charts = report.build(src.scenario, src)
+    assert len(charts["Charts"]._charts) == 3 and len(charts["Sensitivity"]._charts) == 1
+    line = [c for c in charts["Charts"]._charts if c.tagname == "lineChart"][0]
+    assert all(s.smooth is False for s in line.series)
+
+
+@pytest.mark.libreoffice
+def test_recalculates_and_renders_in_libreoffice(built, tmp_path):
+    exe = shutil.which("soffice") or shutil.which("libreoffice")
+    if exe is None:
+        pytest.skip("LibreOffice (soffice) is not installed")
+    for name, path in built.items():
+        out = tmp_path / f"recalc-{name}"
+        profile = tmp_path / f"profile-{uuid.uuid4().hex}"
+        subprocess.run([exe, f"-env:UserInstallation=file://{profile}", "--headless", "--norestore",
+                        "--convert-to", "xlsx:Calc MS Excel 2007 XML", "--outdir", str(out), str(path)],
+                       capture_output=True, timeout=180)
+        recalced = out / path.name
+        assert recalced.exists(), f"LibreOffice produced no {recalced}"
+        wb = openpyxl.load_workbook(recalced, data_only=True)
+        bad = [f"{ws.title}!{c.coordinate}={c.value}" for ws in wb.worksheets for row in ws.iter_rows()
+               for c in row if isinstance(c.value, str) and c.value.startswith(ERRORS)]
+        assert not bad, bad
+        # the formula cells recalculated to numbers
+        ws = wb["Sensitivity"]
+        assert isinstance(ws["I5"].value, (int, float))
+    # render one to PNG
+    if shutil.which("pdftoppm") is None:
+        pytest.skip("pdftoppm is not installed")
+    path = built["serve-70b"]
+    profile = tmp_path / f"profile-{uuid.uuid4().hex}"
+    subprocess.run([exe, f"-env:UserInstallation=file://{profile}", "--headless", "--norestore",
+                    "--convert-to", "pdf", "--outdir", str(tmp_path / "pdf"), str(path)],
+                   capture_output=True, timeout=180)
+    pdf = tmp_path / "pdf" / "serve-70b.pdf"
+    assert pdf.exists()
+    subprocess.run(["pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "1", str(pdf), str(tmp_path / "page")],
+                   check=True, timeout=60)
+    pngs = list(tmp_path.glob("page*.png"))
+    assert pngs and pngs[0].stat().st_size > 5000
+
+
+# ---------------------------------------------------------------- bad scenarios
+GOOD = """
+name = "ok"
+[workload]
+kind = "train"
+model = "Llama 2 7B"
+tokens = 1e11
+"""
+
+
+def _error(text: str) -> str:
+    with pytest.raises(scenario.ScenarioError) as e:
+        scenario.parse(text)
+    return str(e.value)
+
+
+def test_good_minimal_scenario():
+    sc = scenario.parse(GOOD)
+    assert sc.kind == "train" and sc.tokens == 1e11 and sc.gpus is None and sc.pricing == ("cloud", "owned")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[workload]\nkind='train'\nmodel='Llama 2 7B'\ntokens=1e9\n", ["name", "missing"]),
+    ("name='x'\n", ["[workload]", "kind"]),
+    ("name='x'\n[workload]\nmodel='Llama 2 7B'\ntokens=1e9\n", ["workload.kind", "train", "serve"]),
+    ("name='x'\n[workload]\nkind='pretrain'\nmodel='Llama 2 7B'\n", ["workload.kind", "'pretrain'", "qlora"]),
+    ("name='x'\n[workload]\nkind='train'\nmodel='Llama 2 7B'\ntokens='lots'\n", ["workload.tokens", "number"]),
+    ("name='x'\n[workload]\nkind='train'\nmodel='Llama 2 7B'\ntokens=-5\n", ["workload.tokens", "> 0"]),
+    ("name='x'\n[workload]\nkind='train'\nmodel='Llama 2 7B'\n", ["workload.tokens", "missing"]),
+    ("name='x'\n[workload]\nkind='train'\nmodel=7\ntokens=1e9\n", ["workload.model", "text"]),
+    ("name='x'\n[workload]\nkind='train'\nmodel='GPT-9'\ntokens=1e9\n", ["workload.model", "unknown"]),
+    ("name='x'\n[workload]\nkind='train'\nmodel='Llama 2 7B'\ntokens=1e9\nprecision='fp12'\n",
+     ["workload.precision", "bf16"]),
+    ("name='x'\ncolour='red'\n[workload]\nkind='train'\nmodel='Llama 2 7B'\ntokens=1e9\n",
+     ["unknown field 'colour'", "allowed fields"]),
+    ("name='x'\n[workload]\nkind='train'\nmodel='Llama 2 7B'\ntokens=1e9\nspeed=3\n", ["workload", "'speed'"]),
+    (GOOD + "[candidates]\ngpus=['H100', 'Voodoo 5']\n", ["candidates.gpus[1]", "unknown GPU", "Voodoo"]),
+    (GOOD + "[candidates]\ngpus=5\n", ["candidates.gpus", "\"all\""]),
+    (GOOD + "[candidates]\ncounts=[8, 0]\n", ["counts[1]", ">= 1"]),
+    (GOOD + "[candidates]\npricing=['lease']\n", ["candidates.pricing", "cloud, owned"]),
+    (GOOD + "[constraints]\ndeadline_days=-3\n", ["constraints.deadline_days", "> 0"]),
+    (GOOD + "[constraints]\nobjective='vibes'\n", ["constraints.objective", "cost, time"]),
+    (GOOD + "[constraints]\nbudget_usd=true\n", ["constraints.budget_usd", "number"]),
+    (GOOD + "[ownership]\nutilization=1.5\n", ["ownership.utilization", "<= 1"]),
+    (GOOD + "[ownership]\npue=0.5\n", ["ownership.pue", ">= 1"]),
+    (GOOD + "[prices]\n'Voodoo 5' = { usd_per_gpu_hour = 1 }\n", ["prices", "unknown GPU"]),
+    (GOOD + "[prices]\nH100 = { usd_per_gpu_hour = -1 }\n", ["usd_per_gpu_hour", "> 0"]),
+    (GOOD + "[prices]\nH100 = { rate = 2 }\n", ["prices", "'rate'", "usd_per_gpu_hour"]),
+    ("name='x'\n[workload]\nkind='serve'\nmodel='Llama 2 7B'\noutput_tokens_per_request=100\n",
+     ["workload.requests_per_minute", "daily_users"]),
+    ("name='x'\n[workload]\nkind='serve'\nmodel='Llama 2 7B'\nrequests_per_minute=10\n",
+     ["workload.output_tokens_per_request", "missing"]),
+    ("name='x'\n[workload]\nkind='serve'\nmodel='Llama 2 7B'\ntokens=5\n", ["workload.tokens", "serve"]),
+    ("name='x'\n[workload\nkind='train'\n", ["not valid TOML"]),
+])
+def test_bad_scenarios_name_the_field(text, words):
+    message = _error(text)
+    for w in words:
+        assert w in message, (w, message)
+
+
+def test_formula_looking_name_is_text(tmp_path):
+    name = '=HYPERLINK("http://example.com","click")'
+    path = tmp_path / "evil.toml"
+    path.write_text(GOOD.replace('name = "ok"', f"name = '{name}'"), encoding="utf-8")
+    out = tmp_path / "evil.xlsx"
+    assert cli_main(["report", str(path), "-o", str(out), "--csv"]) == 0
+    wb = openpyxl.load_workbook(out)
+    found = [c for ws in wb.worksheets for row in ws.iter_rows() for c in row if c.value and name in str(c.value)]
+    assert found
+    assert all(c.data_type == "s" for c in found)
+    # the Options CSV holds no user text that a spreadsheet would run
+    for row in csv.reader((tmp_path / "evil.csv").open(newline="")):
+        assert not any(v.startswith("=") for v in row)
+
+
+def test_cli_bad_scenario_exits_2_without_traceback(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(GOOD + "[candidates]\ngpus=['Voodoo 5']\n")
+    run = subprocess.run([sys.executable, "-m", "udfs", "report", str(bad), "-o", str(tmp_path / "r.xlsx")],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 2
+    assert "candidates.gpus[0]" in run.stderr and "Traceback" not in run.stderr
+    assert not (tmp_path / "r.xlsx").exists()
+    missing = subprocess.run([sys.executable, "-m", "udfs", "report", str(tmp_path / "nope.toml"), "-o",
+                              str(tmp_path / "r.xlsx")], capture_output=True, text=True, cwd=ROOT)
+    assert missing.returncode == 2 and "not found" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_overwrite_refused_then_forced(tmp_path, capsys):
+    src = ROOT / "examples" / "qlora-70b.toml"
+    out = tmp_path / "r.xlsx"
+    out.write_bytes(b"keep me")
+    assert cli_main(["report", str(src), "-o", str(out)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert out.read_bytes() == b"keep me"
+    assert cli_main(["report", str(src), "-o", str(out), "--force"]) == 0
+    assert openpyxl.load_workbook(out)["Summary"]["A1"].value.startswith("Flopsheet report")
+    # the CSV is refused too when it exists, and no temporary files are left behind
+    (tmp_path / "r.csv").write_text("old")
+    assert cli_main(["report", str(src), "-o", str(out), "--force", "--csv"]) == 0
+    assert (tmp_path / "r.csv").read_text().startswith("Rank,")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "r.xlsx"]
+
+
+def test_price_override_is_used():
+    sc = scenario.parse(GOOD + "[candidates]\ngpus=['H100']\npricing=['cloud']\n[prices]\nH100={usd_per_gpu_hour=1.5}\n")
+    res = report_engine.analyse(sc, sensitivity=False)
+    assert res.best.rate == 1.5 and "negotiated" in res.best.rate_note
+    opt = [o for o in picker.rank("train", catalog.model("Llama 2 7B"), "bf16", tokens_or_traffic=1e11,
+                                  price_basis="cloud") if o.gpu == res.best.gpu][0]
+    assert math.isclose(res.best.total_cost, opt.days * opt.count * 24 * 1.5, rel_tol=1e-9)

@@ -1,0 +1,39 @@
+"""`flopsheet templates --out DIR [--only NAME ...] [--force]`."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+EXIT_EXISTS = 2
+
+
+def run(args) -> int:
+    from . import NAMES, module
+    names = list(dict.fromkeys(args.only)) if args.only else list(NAMES)
+    bad = [n for n in names if n not in NAMES]
+    if bad:
+        print(f"unknown workbook(s): {', '.join(bad)}; choose from {', '.join(NAMES)}", file=sys.stderr)
+        return EXIT_EXISTS
+    out = Path(args.out)
+    targets = [(n, out / module(n).FILENAME) for n in names]
+    existing = [str(p) for _, p in targets if p.exists()]
+    if existing and not args.force:
+        print(f"refusing to overwrite {', '.join(existing)} (use --force)", file=sys.stderr)
+        return EXIT_EXISTS
+    out.mkdir(parents=True, exist_ok=True)
+    for i, (name, path) in enumerate(targets, start=1):
+        t = time.perf_counter()
+        module(name).build(path)
+        print(f"[{i}/{len(targets)}] {path}  ({time.perf_counter() - t:.1f} s)", flush=True)
+    return 0
+
+
+def add(sub):
+    p = sub.add_parser("templates", help="write the budget-planning workbooks (native formulas, no add-in needed)")
+    p.add_argument("--out", required=True, help="folder to write the .xlsx files into")
+    p.add_argument("--only", nargs="+", metavar="NAME", help="only these workbooks: training_budget, "
+                   "finetune_cost, inference_plan, cloud_vs_own, gpu_comparison")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.set_defaults(run=run)

@@ -1,0 +1,123 @@
+"""Cloud vs own: total cost of owning a GPU (capital with a cost of capital, power x PUE,
+opex) against renting the hours used, the break-even utilization, hours and months, and a
+chart of cumulative cost month by month."""
+
+from __future__ import annotations
+
+from openpyxl.chart import LineChart, Reference
+
+from . import styles as st
+from .common import Book, C, Expr
+
+KEY = "cloud_vs_own"
+FILENAME = "cloud_vs_own.xlsx"
+TITLE = "Cloud vs own"
+MONTHS = 60
+
+ALT_INPUTS = {"CO_HardwareCost": 30000, "CO_Lifetime": 4, "CO_PowerW": 700, "CO_PUE": 1.4, "CO_Kwh": 0.15,
+              "CO_Utilization": 0.55, "CO_CostOfCapital": 0.08, "CO_Residual": 3000, "CO_Opex": 800,
+              "CO_CloudRate": 6.88, "CO_GPU": "H100 SXM 80GB"}
+
+
+def build(path, inputs: dict | None = None) -> Book:
+    from udfs.worksheet import economics as e
+    book = Book(KEY, TITLE,
+                "Decide whether to rent cloud GPUs or buy them: the total cost of ownership over the hardware's "
+                "life against renting only the hours you use, the utilization and the number of months at which "
+                "owning pays off, and the cumulative cost of both month by month.",
+                ["Type the purchase price per GPU (with its share of the server), its life, power, PUE and "
+                 "electricity price, and your cost of capital, resale value and other running costs.",
+                 "Type the expected utilization (share of hours the GPU does useful work) and the cloud price "
+                 "per GPU-hour you would otherwise pay.",
+                 "Read the totals, the owned cost per used GPU-hour and the break-evens; the chart compares the "
+                 "cumulative cost month by month.",
+                 "Defaults are the lesson's Q6: an A100 at $12,000, $5.12/GPU-hour on AWS, 70% for 3 years = "
+                 "18,396 GPU-hours = $94,187.52 in the cloud."],
+                ["Money in US dollars; rates per GPU-hour.", "Power in watts per GPU; electricity in $/kWh; a year "
+                 "is 8,760 hours.", "Utilization, PUE overhead and cost of capital as fractions (70% = 0.7)."],
+                inputs=inputs)
+    ws = book.sheet("Cloud vs own", "Cloud vs own: one GPU",
+                    "Owned power is drawn every hour of the period (as in the lesson); cloud is paid only for the "
+                    "hours used.")
+    book.section(ws, 4, "Inputs")
+    book.input(ws, 5, "Scenario name", "CO_Scenario", "A100 80GB: buy or rent (lesson Q6)", text=True)
+    gpu = book.input(ws, 16, "GPU (for reference)", "CO_GPU", "A100 SXM 80GB", choices="CatGpuNames",
+                     help="Shows the catalog's purchase price and TDP beside your inputs.")
+    for r, attr, fmt in ((6, "price_usd", st.USD0), (8, "tdp_w", "#,##0")):
+        ws.cell(row=r, column=4, value="catalog:").font = st.NOTE_FONT
+
+        def ref_value(get, attr=attr):
+            from udfs import catalog
+            v = getattr(catalog.gpu(get(gpu)), attr)
+            return "n/a" if v is None else v
+        book.glue(ws, f"E{r}", f'IF(INDEX(CatGpu_{attr},MATCH({gpu.coord},CatGpuNames,0))="","n/a",'
+                  f'INDEX(CatGpu_{attr},MATCH({gpu.coord},CatGpuNames,0)))', ref_value, fmt=fmt,
+                  label=f"Catalog {attr}")
+    hw = book.input(ws, 6, "Purchase price per GPU", "CO_HardwareCost", 12000, fmt=st.USD0, arg=e.HARDWARE_COST)
+    life = book.input(ws, 7, "Lifetime / period", "CO_Lifetime", 3, fmt="0.0", unit="years", arg=e.LIFETIME)
+    power = book.input(ws, 8, "Power per GPU", "CO_PowerW", 400, fmt="#,##0", unit="W", arg=e.POWER_W)
+    pue = book.input(ws, 9, "PUE (facility overhead)", "CO_PUE", 1.0, fmt="0.00", unit="x", arg=e.PUE)
+    kwh = book.input(ws, 10, "Electricity price", "CO_Kwh", 0.12, fmt='"$"0.000', unit="$/kWh", arg=e.KWH)
+    util = book.input(ws, 11, "Utilization", "CO_Utilization", 0.7, fmt=st.FRACTION, arg=e.UTIL_DEFAULT)
+    rate = book.input(ws, 12, "Cost of capital", "CO_CostOfCapital", 0.0, fmt="0.0%", unit="per year", arg=e.RATE)
+    resid = book.input(ws, 13, "Resale value at the end", "CO_Residual", 0, fmt=st.USD0, arg=e.RESIDUAL)
+    opex = book.input(ws, 14, "Other running cost", "CO_Opex", 0, fmt=st.USD0, unit="$/year", arg=e.OPEX)
+    cloud = book.input(ws, 15, "Cloud price per GPU-hour", "CO_CloudRate", 5.12, fmt=st.USD, unit="$/GPU-hour",
+                       arg=e.CLOUD_RATE)
+
+    book.section(ws, 17, "Results")
+    ws["C16"] = "(catalog figures in column E)"
+    ws["C16"].font = st.NOTE_FONT
+    owned_args = {"hardware_cost": hw, "power_w": power, "pue": pue, "usd_per_kwh": kwh,
+                  "cost_of_capital": rate, "residual_value": resid, "opex_per_year": opex}
+    rows = [
+        (18, "GPU-hours used over the period", "GPU_HOURS", {"years": life, "utilization": util}, "#,##0", False),
+        (19, "Cloud cost over the period", "CLOUD_COST", {"usd_per_gpu_hour": cloud, "years": life,
+                                                          "utilization": util}, st.USD, True),
+        (20, "Total cost of owning over the period (TCO)", "TCO", {**owned_args, "years": life}, st.USD, True),
+        (22, "Owned cost per used GPU-hour", "OWNED_COST_PER_GPU_HOUR",
+         {**owned_args, "lifetime_years": life, "utilization": util}, st.USD, True),
+        (23, "Break-even utilization (own if above)", "BREAKEVEN_UTILIZATION",
+         {**owned_args, "cloud_usd_per_gpu_hour": cloud, "lifetime_years": life}, "0.0%", True),
+        (24, "Break-even months (simple payback)", "BREAKEVEN_MONTHS",
+         {k: v for k, v in owned_args.items() if k not in ("cost_of_capital", "residual_value")}
+         | {"cloud_usd_per_gpu_hour": cloud, "utilization": util}, "#,##0.0", True),
+        (25, "Break-even GPU-hours (purchase price only)", "BREAKEVEN_HOURS",
+         {"hardware_cost": hw, "cloud_usd_per_gpu_hour": cloud}, "#,##0", False),
+    ]
+    out = {}
+    for r, label, fn, args, fmt, key in rows:
+        ws.cell(row=r, column=1, value=label)
+        out[r] = book.calc(ws, f"B{r}", fn, args, fmt=fmt, key=key, label=label)
+    ws.cell(row=21, column=1, value="Owning saves (cloud - TCO)")
+    book.glue(ws, "B21", "B19-B20", lambda get: get(out[19]) - get(out[20]), fmt=st.USD, key=True,
+              label="Saving")
+
+    # cumulative cost by month
+    top = 28
+    book.section(ws, top - 1, "Cumulative cost by month", header=["Month", "Cloud (cumulative)",
+                                                                   "Owned (cumulative)"])
+    for m in range(1, MONTHS + 1):
+        r = top + m
+        ws.cell(row=r, column=1, value=m)
+        month = C(ws.title, f"A{r}", number=True)
+        years = Expr(lambda s, r=r: f"A{r}/12", lambda get, month=month: get(month) / 12)
+        book.calc(ws, f"B{r}", "CLOUD_COST", {"usd_per_gpu_hour": cloud, "years": years, "utilization": util},
+                  fmt=st.USD0, label=f"Cloud, month {m}", addin=False)
+        book.calc(ws, f"C{r}", "TCO", {**owned_args, "years": years}, fmt=st.USD0, label=f"Owned, month {m}",
+                  addin=False)
+    st.set_widths(ws, {"A": 44, "B": 20, "C": 20, "D": 9, "E": 12})
+    ws.freeze_panes = "A4"
+
+    chart = LineChart()
+    chart.title = "Cumulative cost: cloud vs owned"
+    chart.y_axis.title = "$"
+    chart.y_axis.numFmt = '"$"#,##0'
+    chart.x_axis.title = "Month"
+    chart.add_data(Reference(ws, min_col=2, max_col=3, min_row=top, max_row=top + MONTHS), titles_from_data=True)
+    chart.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=top + MONTHS))
+    for s in chart.series:
+        s.smooth = False
+    chart.height, chart.width = 10, 18
+    book.chart(ws, chart, "G4")
+    return book.finish(path)

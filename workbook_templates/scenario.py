@@ -1,0 +1,398 @@
+"""Scenario files for `flopsheet report`: a small TOML file describing one workload, read with
+the standard library's tomllib and validated field by field. Every error names the field and
+the values it accepts; unknown fields are rejected. The format is documented in
+examples/README.md.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from udfs import catalog, lesson
+from udfs.errors import FlopsheetError
+
+WORKLOADS = ("train", "finetune", "lora", "qlora", "serve")
+TRAINING = ("train", "finetune", "lora", "qlora")
+OBJECTIVES = ("cost", "time")
+BASES = ("cloud", "owned")
+
+TOP_FIELDS = {"name", "description", "workload", "constraints", "candidates", "prices", "ownership"}
+WORKLOAD_FIELDS = {"kind", "model", "params", "precision", "tokens", "requests_per_minute", "daily_users",
+                   "requests_per_user_per_day", "peak_to_average", "output_tokens_per_request", "headroom",
+                   "batch"}
+CONSTRAINT_FIELDS = {"deadline_days", "p95_latency_s", "budget_usd", "objective"}
+CANDIDATE_FIELDS = {"gpus", "counts", "pricing"}
+PRICE_FIELDS = {"usd_per_gpu_hour", "purchase_usd"}
+OWNERSHIP_FIELDS = {"utilization", "lifetime_years", "pue", "usd_per_kwh", "cost_of_capital", "residual_fraction",
+                    "opex_per_gpu_year"}
+
+
+class ScenarioError(FlopsheetError):
+    """A scenario file that cannot be used; the message names the field."""
+
+
+@dataclass
+class Ownership:
+    utilization: float = 0.7
+    lifetime_years: float = 3.0
+    pue: float = 1.0
+    usd_per_kwh: float = 0.12
+    cost_of_capital: float = 0.0
+    residual_fraction: float = 0.0
+    opex_per_gpu_year: float = 0.0
+
+
+@dataclass
+class Scenario:
+    name: str
+    description: str
+    kind: str
+    model: object                      # a catalog Model, or a parameter count (float)
+    model_label: str
+    precision: str
+    tokens: float | None = None        # training tokens
+    requests_per_minute: float | None = None
+    output_tokens_per_request: float | None = None
+    headroom: float = 0.2
+    batch: float = 1
+    daily_users: float | None = None
+    requests_per_user_per_day: float | None = None
+    peak_to_average: float | None = None
+    deadline_days: float | None = None
+    p95_latency_s: float | None = None
+    budget_usd: float | None = None
+    objective: str = "cost"
+    gpus: list[str] | None = None      # None: every catalog GPU
+    counts: list[int] | None = None    # None: the picker's count ("auto")
+    pricing: tuple[str, ...] = BASES
+    cloud_overrides: dict[str, float] = field(default_factory=dict)     # GPU name -> $/GPU-hour
+    purchase_overrides: dict[str, float] = field(default_factory=dict)  # GPU name -> $ per GPU
+    ownership: Ownership = field(default_factory=Ownership)
+    source: str = ""
+
+    @property
+    def serving(self) -> bool:
+        return self.kind == "serve"
+
+    @property
+    def traffic_tokens_per_sec(self) -> float | None:
+        """Output tokens/s to provision: requests/min x tokens / 60 x (1 + headroom) (the lesson's Q4)."""
+        if not self.serving:
+            return None
+        return lesson.tokens_per_sec_needed(self.requests_per_minute, self.output_tokens_per_request,
+                                            self.headroom)
+
+    @property
+    def min_tokens_per_sec(self) -> float:
+        """Generation speed one request needs to finish within the p95 latency target."""
+        if not self.serving or not self.p95_latency_s:
+            return 0.0
+        return self.output_tokens_per_request / self.p95_latency_s
+
+    @property
+    def work(self) -> float | None:
+        """What the picker sizes for: training tokens, or output tokens/s to serve."""
+        return self.traffic_tokens_per_sec if self.serving else self.tokens
+
+    def inputs(self) -> list[tuple[str, object, str]]:
+        """(label, value, note) rows for the report's Summary."""
+        rows = [("Scenario", self.name, ""), ("Workload", self.kind, ""), ("Model", self.model_label, ""),
+                ("Precision", self.precision, "")]
+        if self.serving:
+            if self.daily_users:
+                rows += [("Daily users", self.daily_users, ""),
+                         ("Requests per user per day", self.requests_per_user_per_day, "assumption"),
+                         ("Peak-to-average traffic", self.peak_to_average, "assumption")]
+            rows += [("Requests per minute (peak)", self.requests_per_minute, ""),
+                     ("Output tokens per request", self.output_tokens_per_request, ""),
+                     ("Burst headroom", self.headroom, ""),
+                     ("Output tokens/s provisioned", self.traffic_tokens_per_sec, "requests/min / 60 x tokens x (1 + headroom)"),
+                     ("Concurrent requests per copy (batch)", self.batch, "")]
+            if self.p95_latency_s:
+                rows += [("p95 latency target (s)", self.p95_latency_s, ""),
+                         ("Speed needed per request (tokens/s)", self.min_tokens_per_sec, "tokens / latency")]
+        else:
+            rows.append(("Training tokens", self.tokens, ""))
+            rows.append(("Deadline (days)", self.deadline_days, "" if self.deadline_days else "none given: 90 days"))
+        rows += [("Budget ($)", self.budget_usd, "per job" if not self.serving else "per month"),
+                 ("Objective", self.objective, ""),
+                 ("Candidate GPUs", "all" if self.gpus is None else ", ".join(self.gpus), ""),
+                 ("GPU counts", "auto (fewest that meet the constraints)" if self.counts is None
+                  else ", ".join(str(c) for c in self.counts), ""),
+                 ("Pricing", ", ".join(self.pricing), "")]
+        for g, v in self.cloud_overrides.items():
+            rows.append((f"Negotiated rate {g} ($/GPU-h)", v, "price override"))
+        for g, v in self.purchase_overrides.items():
+            rows.append((f"Purchase price {g} ($)", v, "price override"))
+        o = self.ownership
+        rows += [("Utilization (owned)", o.utilization, ""), ("Lifetime (years)", o.lifetime_years, ""),
+                 ("PUE", o.pue, ""), ("Electricity ($/kWh)", o.usd_per_kwh, ""),
+                 ("Cost of capital", o.cost_of_capital, ""), ("Residual value (share of price)", o.residual_fraction, ""),
+                 ("Opex per GPU-year ($)", o.opex_per_gpu_year, "")]
+        return rows
+
+
+# ---------------------------------------------------------------- validation helpers
+def _type_name(v) -> str:
+    return {bool: "true/false", str: "text", int: "a number", float: "a number", list: "a list",
+            dict: "a table"}.get(type(v), type(v).__name__)
+
+
+def _table(data: dict, key: str, allowed: set[str], required: bool = False) -> dict:
+    if key not in data:
+        if required:
+            raise ScenarioError(f"missing [{key}] table; it needs: {', '.join(sorted(allowed))}")
+        return {}
+    value = data[key]
+    if not isinstance(value, dict):
+        raise ScenarioError(f"{key}: must be a table ([{key}]), got {_type_name(value)}")
+    _unknown(value, allowed, key)
+    return value
+
+
+def _unknown(table: dict, allowed: set[str], where: str):
+    extra = sorted(set(table) - allowed)
+    if extra:
+        raise ScenarioError(f"{where}: unknown field {extra[0]!r}" + (f" (and {', '.join(map(repr, extra[1:]))})"
+                                                                      if extra[1:] else "")
+                            + f"; allowed fields: {', '.join(sorted(allowed))}")
+
+
+def _number(table: dict, key: str, where: str, *, required=False, default=None, low=None, high=None,
+            low_open=False, integer=False):
+    name = f"{where}.{key}"
+    if key not in table:
+        if required:
+            raise ScenarioError(f"{name}: missing; it is required" + _range_text(low, high, low_open))
+        return default
+    v = table[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ScenarioError(f"{name}: must be a number{_range_text(low, high, low_open)}, got {_type_name(v)} {v!r}")
+    v = float(v)
+    if not math.isfinite(v):
+        raise ScenarioError(f"{name}: must be a finite number, got {v!r}")
+    if integer and not v.is_integer():
+        raise ScenarioError(f"{name}: must be a whole number, got {v!r}")
+    if low is not None and (v <= low if low_open else v < low) or high is not None and v > high:
+        raise ScenarioError(f"{name}: {v:g} is out of range; allowed{_range_text(low, high, low_open)}")
+    return int(v) if integer else v
+
+
+def _range_text(low, high, low_open) -> str:
+    if low is not None and high is not None:
+        return f" {'>' if low_open else '>='} {low:g} and <= {high:g}"
+    if low is not None:
+        return f" {'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f" <= {high:g}"
+    return ""
+
+
+def _choice(table: dict, key: str, where: str, choices, default=None, required=False) -> str:
+    name = f"{where}.{key}"
+    if key not in table:
+        if required:
+            raise ScenarioError(f"{name}: missing; allowed values: {', '.join(choices)}")
+        return default
+    v = table[key]
+    if not isinstance(v, str) or v.strip().lower() not in choices:
+        raise ScenarioError(f"{name}: {v!r} is not allowed; allowed values: {', '.join(choices)}")
+    return v.strip().lower()
+
+
+def _text(table: dict, key: str, where: str, required=False, default="") -> str:
+    if key not in table:
+        if required:
+            raise ScenarioError(f"{where}{key}: missing; it is required (text)")
+        return default
+    v = table[key]
+    if not isinstance(v, str):
+        raise ScenarioError(f"{where}{key}: must be text, got {_type_name(v)} {v!r}")
+    if len(v) > 500:
+        raise ScenarioError(f"{where}{key}: too long ({len(v)} characters; at most 500)")
+    return v
+
+
+def _gpu_name(name, where: str) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ScenarioError(f"{where}: GPU names must be text, got {_type_name(name)} {name!r}")
+    try:
+        return catalog.gpu(name).name
+    except FlopsheetError as e:
+        raise ScenarioError(f"{where}: unknown GPU {name!r} ({e.message if hasattr(e, 'message') else e}); "
+                            f"allowed: a catalog GPU name such as {', '.join(catalog.gpu_names()[:6])}, ... "
+                            f"(`flopsheet calc GPU_LIST` lists them) or \"all\"") from None
+
+
+# ---------------------------------------------------------------- parsing
+def load(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(f"scenario file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError(f"cannot read scenario file {path}: {e}") from None
+    return parse(text, source=str(path))
+
+
+def parse(text: str, source: str = "<scenario>") -> Scenario:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{source}: not valid TOML: {e}") from None
+    return from_dict(data, source)
+
+
+def from_dict(data: dict, source: str = "") -> Scenario:
+    _unknown(data, TOP_FIELDS, "scenario")
+    name = _text(data, "name", "", required=True).strip()
+    if not name:
+        raise ScenarioError("name: must not be empty")
+    description = _text(data, "description", "")
+
+    w = _table(data, "workload", WORKLOAD_FIELDS, required=True)
+    kind = _choice(w, "kind", "workload", WORKLOADS, required=True)
+    model, label = _model(w)
+    precision = w.get("precision", "bf16")
+    try:
+        if not isinstance(precision, str):
+            raise FlopsheetError("")
+        precision = catalog.precision_row(precision).name
+    except FlopsheetError:
+        raise ScenarioError(f"workload.precision: {precision!r} is not allowed; allowed values: "
+                            f"{', '.join(p.name for p in catalog.precisions())}") from None
+
+    c = _table(data, "constraints", CONSTRAINT_FIELDS)
+    sc = Scenario(name=name, description=description, kind=kind, model=model, model_label=label,
+                  precision=precision, source=source,
+                  deadline_days=_number(c, "deadline_days", "constraints", low=0, low_open=True),
+                  p95_latency_s=_number(c, "p95_latency_s", "constraints", low=0, low_open=True),
+                  budget_usd=_number(c, "budget_usd", "constraints", low=0, low_open=True),
+                  objective=_choice(c, "objective", "constraints", OBJECTIVES, default="cost"))
+
+    serve_only = {"requests_per_minute", "daily_users", "requests_per_user_per_day", "peak_to_average",
+                  "output_tokens_per_request", "headroom", "batch"}
+    if kind == "serve":
+        if "tokens" in w:
+            raise ScenarioError("workload.tokens: only for training workloads; for kind = \"serve\" give "
+                                "requests_per_minute (or daily_users) and output_tokens_per_request")
+        _serving(w, sc)
+    else:
+        misplaced = sorted(serve_only & set(w))
+        if misplaced:
+            raise ScenarioError(f"workload.{misplaced[0]}: only for kind = \"serve\"; training workloads take "
+                                f"tokens")
+        if sc.p95_latency_s:
+            raise ScenarioError("constraints.p95_latency_s: only for kind = \"serve\"")
+        sc.tokens = _number(w, "tokens", "workload", required=kind == "train", low=0, low_open=True)
+
+    k = _table(data, "candidates", CANDIDATE_FIELDS)
+    gpus = k.get("gpus", "all")
+    if isinstance(gpus, str) and gpus.strip().lower() == "all":
+        sc.gpus = None
+    elif isinstance(gpus, list) and gpus:
+        names = [_gpu_name(g, f"candidates.gpus[{i}]") for i, g in enumerate(gpus)]
+        sc.gpus = list(dict.fromkeys(names))
+    else:
+        raise ScenarioError(f"candidates.gpus: must be \"all\" or a non-empty list of catalog GPU names, "
+                            f"got {_type_name(gpus)} {gpus!r}")
+    counts = k.get("counts", "auto")
+    if isinstance(counts, str) and counts.strip().lower() == "auto":
+        sc.counts = None
+    elif isinstance(counts, list) and counts:
+        out = []
+        for i, n in enumerate(counts):
+            out.append(_number({f"counts[{i}]": n}, f"counts[{i}]", "candidates", low=1, high=100_000,
+                               integer=True))
+        sc.counts = sorted(set(out))
+    else:
+        raise ScenarioError(f"candidates.counts: must be \"auto\" or a non-empty list of whole numbers >= 1, "
+                            f"got {_type_name(counts)} {counts!r}")
+    pricing = k.get("pricing", list(BASES))
+    if isinstance(pricing, str):
+        pricing = [pricing]
+    if not isinstance(pricing, list) or not pricing or any(not isinstance(p, str) or p not in BASES
+                                                           for p in pricing):
+        raise ScenarioError(f"candidates.pricing: {k.get('pricing')!r} is not allowed; allowed values: a list of "
+                            f"{', '.join(BASES)}")
+    sc.pricing = tuple(b for b in BASES if b in pricing)
+
+    prices = data.get("prices", {})
+    if not isinstance(prices, dict):
+        raise ScenarioError(f"prices: must be a table of GPU names, got {_type_name(prices)}")
+    for g, table in prices.items():
+        gname = _gpu_name(g, f"prices.{g!r}")
+        where = f"prices.{g!r}"
+        if not isinstance(table, dict):
+            raise ScenarioError(f"{where}: must be a table with usd_per_gpu_hour and/or purchase_usd, "
+                                f"got {_type_name(table)}")
+        _unknown(table, PRICE_FIELDS, where)
+        if not table:
+            raise ScenarioError(f"{where}: give usd_per_gpu_hour and/or purchase_usd")
+        rate = _number(table, "usd_per_gpu_hour", where, low=0, low_open=True, high=1000)
+        buy = _number(table, "purchase_usd", where, low=0, low_open=True, high=10_000_000)
+        if rate is not None:
+            sc.cloud_overrides[gname] = rate
+        if buy is not None:
+            sc.purchase_overrides[gname] = buy
+
+    o = _table(data, "ownership", OWNERSHIP_FIELDS)
+    sc.ownership = Ownership(
+        utilization=_number(o, "utilization", "ownership", default=0.7, low=0, low_open=True, high=1),
+        lifetime_years=_number(o, "lifetime_years", "ownership", default=3.0, low=0, low_open=True, high=30),
+        pue=_number(o, "pue", "ownership", default=1.0, low=1, high=5),
+        usd_per_kwh=_number(o, "usd_per_kwh", "ownership", default=0.12, low=0, high=10),
+        cost_of_capital=_number(o, "cost_of_capital", "ownership", default=0.0, low=0, high=1),
+        residual_fraction=_number(o, "residual_fraction", "ownership", default=0.0, low=0, high=1),
+        opex_per_gpu_year=_number(o, "opex_per_gpu_year", "ownership", default=0.0, low=0, high=1e7))
+    return sc
+
+
+def _model(w: dict) -> tuple[object, str]:
+    if "model" in w and "params" in w:
+        raise ScenarioError("workload.model / workload.params: give one, not both")
+    if "model" in w:
+        m = w["model"]
+        if not isinstance(m, str) or not m.strip():
+            raise ScenarioError(f"workload.model: must be a catalog model name (text), got {_type_name(m)} {m!r}; "
+                                f"or give workload.params (a parameter count)")
+        try:
+            model = catalog.model(m)
+        except FlopsheetError:
+            raise ScenarioError(f"workload.model: unknown model {m!r}; allowed: a catalog model such as "
+                                f"{', '.join(x.name for x in catalog.models()[:6])}, ... or give workload.params "
+                                f"(a parameter count such as 7e9)") from None
+        return model, model.name
+    if "params" in w:
+        p = _number(w, "params", "workload", low=1e6, high=1e13)
+        return p, f"{p / 1e9:g}B parameters"
+    raise ScenarioError("workload.model: missing; give a catalog model name (workload.model) or a parameter "
+                        "count (workload.params)")
+
+
+def _serving(w: dict, sc: Scenario):
+    rpm = _number(w, "requests_per_minute", "workload", low=0, low_open=True)
+    users = _number(w, "daily_users", "workload", low=0, low_open=True)
+    if rpm is not None and users is not None:
+        raise ScenarioError("workload.requests_per_minute / workload.daily_users: give one, not both")
+    if rpm is None and users is None:
+        raise ScenarioError("workload.requests_per_minute: missing; kind = \"serve\" needs requests_per_minute "
+                            "or daily_users (with requests_per_user_per_day and peak_to_average)")
+    if users is not None:
+        per_user = _number(w, "requests_per_user_per_day", "workload", required=True, low=0, low_open=True)
+        peak = _number(w, "peak_to_average", "workload", default=2.0, low=1, high=100)
+        sc.daily_users, sc.requests_per_user_per_day, sc.peak_to_average = users, per_user, peak
+        rpm = users * per_user / (24 * 60) * peak
+    else:
+        for k in ("requests_per_user_per_day", "peak_to_average"):
+            if k in w:
+                raise ScenarioError(f"workload.{k}: only with workload.daily_users")
+    sc.requests_per_minute = rpm
+    sc.output_tokens_per_request = _number(w, "output_tokens_per_request", "workload", required=True, low=0,
+                                           low_open=True, high=1e6)
+    sc.headroom = _number(w, "headroom", "workload", default=0.2, low=0, high=10)
+    sc.batch = _number(w, "batch", "workload", default=16, low=1, high=4096, integer=True)

@@ -1,0 +1,67 @@
+"""Shared look of every template: input cells yellow and unlocked, formula cells locked,
+number formats for dollars, GB and tokens/s, headers and notes."""
+
+from __future__ import annotations
+
+from openpyxl.styles import Alignment, Border, Font, PatternFill, Protection, Side
+
+USD = '"$"#,##0.00'
+USD0 = '"$"#,##0'
+GB = '0.0" GB"'
+GIB = '0.0" GB"'
+TOK_S = '#,##0.0" tok/s"'
+MS = '0.00" ms"'
+HOURS = '#,##0.0" h"'
+DAYS = '#,##0.0" days"'
+INT = '#,##0'
+FRACTION = '0%'
+PLAIN = 'General'
+NUMBER = '#,##0.00'
+SCI = '0.00E+00'
+TFLOPS = '#,##0.0" TFLOPS"'
+TBS = '0.000" TB/s"'
+FACTOR = '0.00"x"'
+
+INPUT_FILL = PatternFill("solid", fgColor="FFF2CC")       # pale yellow: type here
+INPUT_BORDER = Border(*(Side(style="thin", color="BF9000"),) * 4)
+OUTPUT_FILL = PatternFill("solid", fgColor="E2EFDA")      # pale green: key results
+HEADER_FILL = PatternFill("solid", fgColor="1F4E78")
+HEADER_FONT = Font(bold=True, color="FFFFFF")
+TITLE_FONT = Font(bold=True, size=16, color="1F4E78")
+SECTION_FONT = Font(bold=True, size=12, color="1F4E78")
+NOTE_FONT = Font(italic=True, size=9, color="595959")
+BOLD = Font(bold=True)
+WRAP = Alignment(wrap_text=True, vertical="top")
+LOCKED = Protection(locked=True)
+UNLOCKED = Protection(locked=False)
+
+
+def style_input(cell, number_format: str | None = None):
+    cell.fill = INPUT_FILL
+    cell.border = INPUT_BORDER
+    cell.protection = UNLOCKED
+    if number_format:
+        cell.number_format = number_format
+
+
+def style_output(cell, number_format: str | None = None, key: bool = False):
+    cell.protection = LOCKED
+    cell.alignment = Alignment(horizontal="right")
+    if key:
+        cell.fill = OUTPUT_FILL
+        cell.font = BOLD
+    if number_format:
+        cell.number_format = number_format
+
+
+def style_header_row(ws, row: int, first_col: int, last_col: int):
+    for c in range(first_col, last_col + 1):
+        cell = ws.cell(row=row, column=c)
+        cell.fill = HEADER_FILL
+        cell.font = HEADER_FONT
+        cell.alignment = Alignment(wrap_text=True, vertical="center")
+
+
+def set_widths(ws, widths: dict[str, float]):
+    for col, width in widths.items():
+        ws.column_dimensions[col].width = width
