@@ -22,6 +22,7 @@ from . import styles as st
 from .formulas import Lit, Name, Num, classic_call, literal, render
 
 ADDIN_SHEET = "With the Flopsheet add-in"
+NEEDS_ADDIN = "needs the Flopsheet add-in"
 FORMULA_PREFIXES = ("=", "+", "-", "@")
 
 
@@ -320,7 +321,7 @@ class Book:
         ws["A1"] = "With the Flopsheet add-in"
         ws["A1"].font = st.TITLE_FONT
         ws["A2"] = ("The same results through Flopsheet's worksheet functions. These cells need the Flopsheet add-in "
-                    "(flopsheet addin install / Lite / Server); without it they show #NAME?, which is expected. "
+                    "(flopsheet addin install / Lite / Server); without it they say so instead of showing #NAME?. "
                     "The other sheets use native formulas only.")
         ws["A2"].font = st.NOTE_FONT
         ws["A2"].alignment = st.WRAP
@@ -335,7 +336,8 @@ class Book:
             native = ws.cell(row=r, column=2, value="=" + target.ref(ws.title) if target else "add-in only")
             native.number_format = fmt or st.PLAIN
             call = classic_call(fn, **self._refs(ws.title, args))
-            addin = ws.cell(row=r, column=3, value="=" + call)
+            # IFERROR: without the add-in the call is #NAME?; say what is missing instead
+            addin = ws.cell(row=r, column=3, value=f'=IFERROR({call},"{NEEDS_ADDIN}")')
             addin.number_format = fmt or st.PLAIN
             write_text(ws.cell(row=r, column=4), "=" + call)
             ws.cell(row=r, column=5, value=target.sheet if target else "")
@@ -358,7 +360,7 @@ class Book:
             ("Flopsheet version", udfs.__version__),
             ("Sheets", ", ".join(s for s in self.wb.sheetnames if s != "Cover")),
             ("Add-in sheet", f"'{ADDIN_SHEET}' repeats the results through Flopsheet's worksheet functions; it "
-                             "needs the add-in and shows #NAME? without it. Everything else works in any Excel "
+                             "needs the add-in (without it, its cells say so). Everything else works in any Excel "
                              "since 2010, LibreOffice and Google Sheets."),
             ("Sources", "Every catalog figure carries its source and date (see the Sources sheet)."),
         ]
