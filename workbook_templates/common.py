@@ -115,12 +115,18 @@ def write_text(cell, text):
 def atomic_save(wb: Workbook, path: str | os.PathLike):
     """Write to a temporary file beside the target, then rename over it: an interrupted run
     never leaves a half-written workbook."""
+    atomic_write(path, wb.save)
+
+
+def atomic_write(path, write) -> None:
+    """Call `write(temporary_path)` beside `path`, then rename it into place: an interrupted
+    run never leaves a half-written file (and never touches an existing one)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".xlsx.tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix + ".tmp", dir=path.parent)
     os.close(fd)
     try:
-        wb.save(tmp)
+        write(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

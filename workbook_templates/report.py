@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
 from pathlib import Path
 
 from openpyxl import Workbook
@@ -25,7 +24,7 @@ from udfs import calibration as cal
 from udfs import catalog, picker
 
 from . import styles as st
-from .common import atomic_save, print_setup, write_text
+from .common import atomic_save, atomic_write, print_setup, write_text
 from .report_engine import HOURS_PER_MONTH, SWING, Result, Row, analyse, cloud_row
 from .scenario import Scenario
 
@@ -552,15 +551,10 @@ def options_csv(res: Result) -> str:
 
 
 def _atomic_text(path: Path, text: str):
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".csv.tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
             f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, write)
 
 
 def write_report(scenario_path, out, force: bool = False, with_csv: bool = False) -> Result:
