@@ -1,6 +1,5 @@
 """The accuracy report against the shared measurements: the issue's three targets."""
 
-import os
 
 import pytest
 

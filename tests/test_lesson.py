@@ -9,7 +9,6 @@ import pytest
 import udfs
 from udfs import lesson
 
-from .conftest import matches_shown
 
 
 @pytest.mark.parametrize("params,part,expected", [

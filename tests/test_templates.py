@@ -14,12 +14,11 @@ import sys
 
 import openpyxl
 import pytest
-from openpyxl.workbook.defined_name import DefinedName
 
 import udfs
 import workbook_templates as wt
 from workbook_templates.common import ADDIN_SHEET, NEEDS_ADDIN, C, write_text
-from workbook_templates.formulas import Lit, Name, render
+from workbook_templates.formulas import Name, render
 from workbook_templates.recalc import convert
 
 pytestmark = [pytest.mark.libreoffice,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from openpyxl.chart import BarChart, Reference
 
 from . import styles as st
-from .common import Book, C, Lit, product
+from .common import Book, Lit, product
 
 KEY = "finetune_cost"
 FILENAME = "finetune_cost.xlsx"
@@ -32,7 +32,7 @@ ALT_INPUTS = {"FT_Model": "Llama 2 13B", "FT_Headroom": 8, "FT_Baseline": "A100 
 
 
 def build(path, inputs: dict | None = None) -> Book:
-    from udfs.worksheet.common import HOURLY_RATE, PRECISION
+    from udfs.worksheet.common import HOURLY_RATE
     book = Book(KEY, TITLE,
                 "Compare what one fine-tuning job costs on different cloud instances: job cost = hourly rate x "
                 "hours, and the effective cost of one A100-equivalent hour = hourly rate / speed-up (the second "

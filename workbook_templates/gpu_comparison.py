@@ -3,7 +3,7 @@ decode tokens/s, GPUs needed to hold chosen models), sortable, with charts and s
 
 from __future__ import annotations
 
-from openpyxl.chart import BarChart, Reference
+from openpyxl.chart import Reference
 
 from udfs import catalog
 
@@ -110,20 +110,9 @@ def build(path, inputs: dict | None = None) -> Book:
                        "K": 12, "L": 10})
     ws.print_title_rows = f"{top}:{top}"
 
-    c1 = BarChart()
-    c1.type = "bar"
-    c1.title = "7B FP16 decode tokens/s per GPU (bandwidth-bound)"
-    c1.add_data(Reference(ws, min_col=9, min_row=top, max_row=last), titles_from_data=True)
-    c1.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=last))
-    c1.legend = None
-    c1.height, c1.width = 14, 16
-    book.chart(ws, c1, "N3")
-    c2 = BarChart()
-    c2.type = "bar"
-    c2.title = "Bandwidth per $1,000 (GB/s), GPUs with a price"
-    c2.add_data(Reference(ws, min_col=7, min_row=top, max_row=last), titles_from_data=True)
-    c2.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=last))
-    c2.legend = None
-    c2.height, c2.width = 14, 16
-    book.chart(ws, c2, "N32")
+    names = Reference(ws, min_col=1, min_row=top + 1, max_row=last)
+    for title, col, anchor in (("7B FP16 decode tokens/s per GPU (bandwidth-bound)", 9, "N3"),
+                               ("Bandwidth per $1,000 (GB/s), GPUs with a price", 7, "N32")):
+        book.chart(ws, st.bar_chart(title, Reference(ws, min_col=col, min_row=top, max_row=last), names, height=14),
+                   anchor)
     return book.finish(path)

@@ -4,10 +4,10 @@ cost owned vs cloud, cost per 1M tokens and a comparison with an API price."""
 
 from __future__ import annotations
 
-from openpyxl.chart import BarChart, Reference
+from openpyxl.chart import Reference
 
 from . import styles as st
-from .common import Book, C, Expr, Lit, product
+from .common import Book, Expr, Lit, product
 
 KEY = "inference_plan"
 FILENAME = "inference_plan.xlsx"
@@ -191,13 +191,9 @@ def build(path, inputs: dict | None = None) -> Book:
         ws.cell(row=first + 1 + i, column=1, value=label)
         cell = ws.cell(row=first + 1 + i, column=2, value=f"={ref.coord}")
         cell.number_format = st.USD0
-    chart = BarChart()
-    chart.type = "col"
-    chart.title = "Monthly cost: cloud, owned, API"
-    chart.y_axis.numFmt = '"$"#,##0'
-    chart.add_data(Reference(ws, min_col=2, min_row=first + 1, max_row=first + 3), titles_from_data=False)
-    chart.set_categories(Reference(ws, min_col=1, min_row=first + 1, max_row=first + 3))
-    chart.legend = None
-    chart.height, chart.width = 9, 14
+    chart = st.bar_chart("Monthly cost: cloud, owned, API",
+                         Reference(ws, min_col=2, min_row=first + 1, max_row=first + 3),
+                         Reference(ws, min_col=1, min_row=first + 1, max_row=first + 3), horizontal=False,
+                         height=9, width=14, number_format='"$"#,##0', titles_from_data=False)
     book.chart(ws, chart, "E4")
     return book.finish(path)

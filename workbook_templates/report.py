@@ -358,32 +358,17 @@ def _charts(wb: Workbook, res: Result):
     if ok:
         n = len(ok)
         cats = Reference(ws, min_col=left, min_row=head + 1, max_row=head + n)
-        cost = BarChart()
-        cost.type = "bar"
-        cost.title = f"{_cost_label(sc)} by option"
-        cost.add_data(Reference(ws, min_col=left + 1, min_row=head, max_row=head + n), titles_from_data=True)
-        cost.set_categories(cats)
-        cost.x_axis.scaling.orientation = "maxMin"
-        cost.y_axis.numFmt = '"$"#,##0'
-        cost.legend = None
-        cost.y_axis.scaling.min = 0
-        cost.x_axis.delete = False
-        cost.y_axis.delete = False
-        cost.height, cost.width = 9, 20
-        ws.add_chart(cost, "A4")
-        tm = BarChart()
-        tm.type = "bar"
-        tm.title = f"{time_name} by option"
-        tm.add_data(Reference(ws, min_col=left + 2, min_row=head, max_row=head + n), titles_from_data=True)
-        tm.set_categories(cats)
-        tm.x_axis.scaling.orientation = "maxMin"
-        tm.legend = None
-        tm.y_axis.scaling.min = 0
-        tm.x_axis.delete = False
-        tm.y_axis.delete = False
-        tm.series[0].graphicalProperties.solidFill = "70AD47"
-        tm.height, tm.width = 9, 20
-        ws.add_chart(tm, "A23")
+        charts = []
+        for title, col, anchor, fmt in ((f"{_cost_label(sc)} by option", left + 1, "A4", '"$"#,##0'),
+                                        (f"{time_name} by option", left + 2, "A23", None)):
+            chart = st.bar_chart(title, Reference(ws, min_col=col, min_row=head, max_row=head + n), cats,
+                                 height=9, width=20, number_format=fmt)
+            chart.x_axis.scaling.orientation = "maxMin"      # best option on top
+            chart.y_axis.scaling.min = 0
+            chart.x_axis.delete = chart.y_axis.delete = False
+            ws.add_chart(chart, anchor)
+            charts.append(chart)
+        charts[1].series[0].graphicalProperties.solidFill = "70AD47"
     ovr = res.own_vs_rent
     top = head + max(len(ok), 1) + 3
     if ovr:

@@ -65,3 +65,21 @@ def style_header_row(ws, row: int, first_col: int, last_col: int):
 def set_widths(ws, widths: dict[str, float]):
     for col, width in widths.items():
         ws.column_dimensions[col].width = width
+
+
+def bar_chart(title: str, data, categories, *, horizontal: bool = True, height: float = 10, width: float = 16,
+              number_format: str | None = None, titles_from_data: bool = True, legend: bool = False):
+    """A native bar (horizontal) or column chart of one data block against its category labels,
+    the shape every workbook and the report use; callers add their own extra touches."""
+    from openpyxl.chart import BarChart
+    chart = BarChart()
+    chart.type = "bar" if horizontal else "col"
+    chart.title = title
+    chart.add_data(data, titles_from_data=titles_from_data)
+    chart.set_categories(categories)
+    if number_format:
+        chart.y_axis.numFmt = number_format
+    if not legend:
+        chart.legend = None
+    chart.height, chart.width = height, width
+    return chart

@@ -4,13 +4,13 @@ current on-demand and spot cloud prices and on owned hardware; a chart of cost b
 
 from __future__ import annotations
 
-from openpyxl.chart import BarChart, Reference
+from openpyxl.chart import Reference
 
 from udfs import catalog
 
 from . import styles as st
 from .catalog_sheets import cheapest
-from .common import Book, C, Lit
+from .common import Book, C
 
 KEY = "training_budget"
 FILENAME = "training_budget.xlsx"
@@ -63,7 +63,6 @@ def build(path, inputs: dict | None = None) -> Book:
                        help="Your all-in cost of an owned GPU-hour (amortisation + power); see Cloud vs own.")
 
     book.section(ws, 16, "Results")
-    rows = {}
     labels = [
         (17, "Parameters (total, for memory)"), (18, "Active parameters (for compute)"),
         (19, "Memory to train (lesson estimator)"), (20, "Memory per GPU, spread evenly (ZeRO-3 / FSDP)"),
@@ -137,15 +136,9 @@ def build(path, inputs: dict | None = None) -> Book:
     st.set_widths(ws, {"A": 44, "B": 22, "C": 16, "D": 14, "E": 16, "F": 16, "G": 16})
     ws.freeze_panes = "A4"
 
-    chart = BarChart()
-    chart.type = "bar"
-    chart.title = "Cost of this training run by GPU (on-demand)"
-    chart.x_axis.title = None
+    chart = st.bar_chart("Cost of this training run by GPU (on-demand)",
+                         Reference(ws, min_col=6, min_row=top, max_row=last),
+                         Reference(ws, min_col=1, min_row=top + 1, max_row=last), number_format='"$"#,##0')
     chart.y_axis.title = "$"
-    chart.y_axis.numFmt = '"$"#,##0'
-    chart.add_data(Reference(ws, min_col=6, min_row=top, max_row=last), titles_from_data=True)
-    chart.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=last))
-    chart.legend = None
-    chart.height, chart.width = 10, 16
     book.chart(ws, chart, "I4")
     return book.finish(path)

@@ -6,7 +6,6 @@ from .. import calibration as cal
 from .. import serving, training
 from ..coerce import to_params
 from ..registry import Arg, worksheet
-from .common import positive
 
 MODEL_OR_PARAMS = Arg("model_or_params", "text", "Catalog model name (active parameters for MoE) or a parameter "
                       "count (7e9, \"7B\")", "parameters")

@@ -4,7 +4,7 @@ from .. import arch, lesson
 from ..registry import Arg, worksheet
 from ..table import Table
 from ..units import GB, MEMORY_UNITS
-from .common import (BATCH, MEMORY_UNIT, OPTIMIZER, PARAMS, PART, PRECISION, positive)
+from .common import (MEMORY_UNIT, OPTIMIZER, PARAMS, PART, PRECISION, positive)
 
 ACT_MULT = Arg("activation_multiplier", "number", "Activations as a multiple of weight bytes (training)", "x",
                default=2.0, min=0)
