@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import udfs
 from udfs import economics, picker
+from udfs.reasons import Status
 
 
 def test_q6_cloud_vs_own():
@@ -93,7 +94,7 @@ def test_70b_pretraining_on_a_hopper_class_gpu():
     best = picker.recommend("train", udfs.catalog.model("Llama 2 70B"), "bf16", "cost", None, None, 2e12)
     assert udfs.catalog.gpu(best.gpu).family in ("H100", "H200", "B200", "GB200", "B300")
     ranked = {o.gpu: o for o in picker.rank("train", udfs.catalog.model("Llama 2 70B"), "bf16", "cost", None, None, 2e12)}
-    assert not ranked["L40S 48GB"].ok and "NVLink" in ranked["L40S 48GB"].reason
+    assert ranked["L40S 48GB"].status is Status.NEEDS_NVLINK and "NVLink" in ranked["L40S 48GB"].reason.text()
 
 
 def test_70b_int4_fits_one_80gb_gpu():
@@ -105,12 +106,12 @@ def test_70b_int4_fits_one_80gb_gpu():
 
 def test_reasons_for_failing():
     ranked = picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16", "cost", 1.0)
-    assert any(o.reason.startswith("over budget") for o in ranked)
+    assert any(o.status is Status.OVER_BUDGET for o in ranked)
     ranked = picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16", min_tokens_per_sec=120)
-    assert any("too slow" in o.reason for o in ranked)
+    assert any(o.status is Status.TOO_SLOW for o in ranked)
     assert all(o.tokens_per_sec / o.count >= 120 for o in ranked if o.ok)
     ranked = picker.rank("train", udfs.catalog.model("Llama 2 70B"), "bf16", "cost", None, 1, 2e12)
-    assert any("deadline" in o.reason for o in ranked) or all(o.days <= 1 for o in ranked if o.ok)
+    assert any(o.status is Status.MISSES_DEADLINE for o in ranked) or all(o.days <= 1 for o in ranked if o.ok)
 
 
 def test_recommend_parts_and_no_winner():

@@ -91,6 +91,15 @@ class Gpu:
             value = self.bf16_tflops if column == "fp16_tflops" else self.fp16_tflops
         return value
 
+    @property
+    def nvlink_class(self) -> bool:
+        """A GPU-to-GPU link fast enough to shard a model across GPUs (see NVLINK_CLASS_GBS)."""
+        return (self.interconnect_gbs or 0) >= NVLINK_CLASS_GBS
+
+
+# NVLink-class: GPU-to-GPU bandwidth (GB/s, bidirectional, as the catalog records it) at or above
+# NVLink 2 (V100, 300 GB/s); below it (PCIe, consumer bridges) tensor parallelism is impractical.
+NVLINK_CLASS_GBS = 300
 
 _FORM_WORDS = {"SXM": ("SXM", "SXM4", "SXM5", "SXM2"), "PCIe": ("PCIe",), "NVL": ("NVL",),
                "OAM": ("OAM",), "HGX": ("HGX", "SXM"), "NVL72": ("NVL72",)}
@@ -159,6 +168,14 @@ def _instance_index() -> NameIndex[str]:
         if key(p.instance) not in index.exact:
             index.add(p.instance, p.instance)
     return index
+
+
+def cheapest_cloud_price(gpu_name: str, pricing: str = "on-demand") -> CloudPrice | None:
+    """The cheapest current price row of a GPU for one pricing (None when the catalog has none):
+    the one cloud rate the picker, the report and the workbooks use."""
+    rows = [p for p in cloud_prices() if p.gpu == gpu_name and p.status == "current"
+            and p.pricing == pricing and p.usd_per_gpu_hour]
+    return min(rows, key=lambda p: p.usd_per_gpu_hour) if rows else None
 
 
 def cloud_price(instance: str, pricing: str = "on-demand", provider: str = "",

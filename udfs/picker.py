@@ -6,10 +6,13 @@ speed, training-time and price estimates.
 Assumptions (stated in the README): training uses ZeRO-3 data parallelism with full
 activation recompute, micro-batch 1 x 2,048 tokens; when the weights and gradients alone
 do not fit one GPU, the model must be sharded and the GPUs need an NVLink-class link
-(>= 300 GB/s; the lesson: tensor parallelism over PCIe is impractical). LoRA/QLoRA jobs
+(catalog.NVLINK_CLASS_GBS; the lesson: tensor parallelism over PCIe is impractical). LoRA/QLoRA jobs
 run on one GPU per replica. Serving sizes each replica with the fewest GPUs (1, 2, 4, 8)
 that hold the weights, a 4,096-token KV cache per sequence and overhead, and adds
 replicas for the traffic.
+
+Each option carries its verdict as data (reasons.Reason: a status and figures); the worksheet
+functions and the report render the text from it and decide on the status only.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ from . import calibration as cal
 from . import catalog, economics, serving, training
 from .catalog import Gpu, Model
 from .errors import FlopsheetError, num_error
+from .reasons import WINNER, Reason, Status
 
 WORKLOADS = ("train", "finetune", "lora", "qlora", "serve")
 OBJECTIVES = ("cost", "time")
 PRICE_BASES = ("auto", "cloud", "owned")
-FAST_LINK_GBS = 300          # NVLink-class GPU-to-GPU bandwidth needed to shard a model
 DEFAULT_DEADLINE_DAYS = 90
 FINETUNE_TOKENS = 1e8        # default fine-tuning data: 100M tokens
 CHINCHILLA_TOKENS_PER_PARAM = 20   # Hoffmann et al. 2022: compute-optimal pre-training
@@ -44,16 +47,15 @@ class Option:
     cost: float | None
     cost_unit: str
     price_basis: str
-    ok: bool = True
-    reason: str = ""
+    reason: Reason = WINNER
 
-    def row(self) -> list:
-        return [self.gpu, self.count, self.fits, self.days, self.tokens_per_sec, self.cost, self.cost_unit,
-                self.price_basis, "OK" if self.ok else "fails", self.reason]
+    @property
+    def status(self) -> Status:
+        return self.reason.status
 
-
-HEADER = ["rank", "gpu", "count", "fits", "days", "tokens_per_sec", "cost", "cost_unit", "price_basis", "verdict",
-          "reason"]
+    @property
+    def ok(self) -> bool:
+        return self.reason.ok
 
 
 def model_for(model_or_params) -> Model:
@@ -69,12 +71,12 @@ def model_for(model_or_params) -> Model:
 
 
 def cloud_rate(gpu: Gpu) -> tuple[float, str] | None:
-    rows = [p for p in catalog.cloud_prices() if p.gpu == gpu.name and p.status == "current"
-            and p.pricing == "on-demand" and p.usd_per_gpu_hour]
-    if not rows:
-        return None
-    best = min(rows, key=lambda p: p.usd_per_gpu_hour)
-    return best.usd_per_gpu_hour, f"cloud {best.provider} {best.instance} ${best.usd_per_gpu_hour:g}/GPU-h ({best.price_date})"
+    best = catalog.cheapest_cloud_price(gpu.name)
+    return (best.usd_per_gpu_hour, cloud_note(best)) if best else None
+
+
+def cloud_note(row: catalog.CloudPrice) -> str:
+    return f"cloud {row.provider} {row.instance} ${row.usd_per_gpu_hour:g}/GPU-h ({row.price_date})"
 
 
 def owned_rate(gpu: Gpu) -> tuple[float, str] | None:
@@ -84,23 +86,36 @@ def owned_rate(gpu: Gpu) -> tuple[float, str] | None:
     return rate, f"owned ${gpu.price_usd:,.0f} over 3 years at 70% use, power at TDP: ${rate:.3f}/GPU-h"
 
 
-def price(gpu: Gpu, workload: str, basis: str) -> tuple[float, str] | None:
+def resolve_basis(workload: str, basis: str) -> str:
+    """`auto`: cloud on-demand to train or fine-tune, the purchase price to serve or adapt."""
     if basis == "auto":
-        basis = "owned" if workload in ("serve", "lora", "qlora") else "cloud"
-    return (cloud_rate if basis == "cloud" else owned_rate)(gpu)
+        return "owned" if workload in ("serve", "lora", "qlora") else "cloud"
+    return basis
 
 
-def _fail(option: Option, reason: str) -> Option:
-    option.ok, option.reason = False, reason
+def price(gpu: Gpu, workload: str, basis: str) -> tuple[float, str] | None:
+    return (cloud_rate if resolve_basis(workload, basis) == "cloud" else owned_rate)(gpu)
+
+
+def _fail(option: Option, status: Status, **figures) -> Option:
+    option.reason = Reason(status, figures)
     return option
 
 
-def _training_option(gpu, model, workload, precision, tokens, deadline, rate) -> Option:
+def gpus_per_copy(model: Model, gpu: Gpu, precision: str, batch: float) -> int | None:
+    """GPUs one serving copy needs: the fewest of TP_SIZES holding the weights, a SERVE_CONTEXT
+    KV cache per sequence and overhead in the usable memory; None when even the most do not."""
+    usable = gpu.memory_gb * cal.USABLE_MEMORY_FRACTION
+    return next((n for n in TP_SIZES
+                 if serving.serving_memory_gib(model, precision, batch, SERVE_CONTEXT, "fp16", n)["total"] <= usable),
+                None)
+
+
+def _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis) -> Option:
     peak = gpu.tensor_tflops(precision)
-    basis = rate[1] if rate else "no price"
-    option = Option(gpu.name, 0, False, None, None, None, "$", basis)
+    option = Option(gpu.name, 0, False, None, None, None, "$", rate[1] if rate else "no price")
     if not peak:
-        return _fail(option, f"no dense {precision} figure in the catalog")
+        return _fail(option, Status.NO_SPEC, precision=precision)
     usable = gpu.memory_gb * cal.USABLE_MEMORY_FRACTION
     if workload in ("lora", "qlora"):
         mem = training.qlora_memory_gib(model, base_bits=16 if workload == "lora" else training.NF4_BITS)["total"]
@@ -111,19 +126,19 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate) ->
         n_mem = _gpus_for_training(model, gpu, usable, precision)
     option.fits = n_mem is not None
     if not option.fits:
-        return _fail(option, "does not fit: the model does not fit in this GPU's memory"
-                     + ("" if workload in ("lora", "qlora") else " even sharded over many GPUs"))
+        return _fail(option, Status.NO_FIT) if workload in ("lora", "qlora") else \
+            _fail(option, Status.NO_FIT, sharded=True)
     if n_mem > 1 and workload in ("train", "finetune") and _needs_sharding(model, gpu, precision) \
-            and (gpu.interconnect_gbs or 0) < FAST_LINK_GBS:
-        return _fail(option, f"needs the model sharded across GPUs, and {gpu.name} has no NVLink-class link "
-                             f"({gpu.interconnect_gbs or 0:g} GB/s)")
+            and not gpu.nvlink_class:
+        return _fail(option, Status.NEEDS_NVLINK, gpu=gpu.name, link_gbs=gpu.interconnect_gbs or 0,
+                     needed_gbs=catalog.NVLINK_CLASS_GBS)
     gpu_hours = flops_per_token * tokens / (peak * 1e12 * cal.DEFAULT_MFU) / 3600
     count = max(n_mem, math.ceil(gpu_hours / (deadline * 24)))
     option.count, option.days = count, gpu_hours / count / 24
     if count > MAX_GPUS:
-        return _fail(option, f"misses the deadline: would need {count:,} GPUs")
+        return _fail(option, Status.MISSES_DEADLINE, count=count)
     if rate is None:
-        return _fail(option, "no price in the catalog for this pricing basis")
+        return _fail(option, Status.NO_PRICE, basis=basis)
     option.cost = gpu_hours * rate[0]
     return option
 
@@ -147,20 +162,19 @@ def _gpus_for_training(model, gpu, usable, precision) -> int | None:
     return math.ceil(sharded / room)
 
 
-def _serving_option(gpu, model, precision, batch, traffic, min_tps, rate) -> Option:
+def _serving_option(gpu, model, precision, batch, traffic, min_tps, rate, basis) -> Option:
     option = Option(gpu.name, 0, False, None, None, None, "$ per 1M output tokens", rate[1] if rate else "no price")
-    tp = next((n for n in TP_SIZES if serving.serving_memory_gib(model, precision, batch, SERVE_CONTEXT, "fp16", n)
-               ["total"] <= gpu.memory_gb * cal.USABLE_MEMORY_FRACTION), None)
+    tp = gpus_per_copy(model, gpu, precision, batch)
     if tp is None:
-        return _fail(option, f"does not fit: needs more than {TP_SIZES[-1]} GPUs per copy")
+        return _fail(option, Status.NO_FIT, max_per_copy=TP_SIZES[-1])
     option.fits = True
     per_replica = serving.decode_tokens_per_sec(model, gpu, precision, batch, 1024, tp)
     replicas = max(1, math.ceil(traffic / per_replica - 1e-9)) if traffic else 1
     option.count, option.tokens_per_sec = tp * replicas, per_replica * replicas
     if per_replica / batch < min_tps:
-        return _fail(option, f"too slow for the latency target: {per_replica / batch:.1f} tokens/s per request")
+        return _fail(option, Status.TOO_SLOW, tokens_per_sec=per_replica / batch, needed=min_tps)
     if rate is None:
-        return _fail(option, "no price in the catalog for this pricing basis")
+        return _fail(option, Status.NO_PRICE, basis=basis)
     served = traffic or per_replica
     option.cost = economics.cost_per_1m_tokens(rate[0] * option.count, served)
     return option
@@ -176,28 +190,32 @@ def rank(workload: str, model_or_params, precision: str = "bf16", objective: str
             opt, monthly = _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, batch,
                                    price_basis, min_tokens_per_sec)
         except FlopsheetError as e:          # a catalog gap for this GPU: it fails, the others still rank
-            opt, monthly = _fail(Option(gpu.name, 0, False, None, None, None, "", ""), e.message), None
+            opt, monthly = _fail(Option(gpu.name, 0, False, None, None, None, "", ""), Status.NO_SPEC,
+                                 detail=e.message), None
         if opt.ok and budget_usd and monthly and monthly > budget_usd:
-            _fail(opt, f"over budget: ${monthly:,.0f} > ${budget_usd:,.0f}")
+            _fail(opt, Status.OVER_BUDGET, cost=monthly, budget=budget_usd,
+                  per="month" if workload == "serve" else "job")
         options.append(opt)
     key = _sort_key(workload, objective)
     options.sort(key=lambda o: (not o.ok, key(o)))
-    for o in options:
-        if o.ok and not o.reason:
-            o.reason = "winner" if o is options[0] else _behind(o, options[0], workload, objective)
+    for o in options[1:]:
+        if o.ok:
+            o.reason = _behind(o, options[0], workload, objective)
     return options
 
 
 def _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, batch, price_basis, min_tps):
     """One GPU's option, and the figure a budget applies to ($ per job, or $ per month to serve)."""
-    rate = price(gpu, workload, price_basis)
+    basis = resolve_basis(workload, price_basis)
+    rate = price(gpu, workload, basis)
     if workload == "serve":
-        opt = _serving_option(gpu, model, precision, batch, tokens_or_traffic or 0, min_tps, rate)
+        opt = _serving_option(gpu, model, precision, batch, tokens_or_traffic or 0, min_tps, rate, basis)
         # the budget applies to the month: every GPU of every replica for 730 hours
         return opt, (rate[0] * opt.count * economics.HOURS_PER_MONTH if (opt.ok and rate) else None)
     tokens = tokens_or_traffic or (CHINCHILLA_TOKENS_PER_PARAM * model.params if workload == "train"
                                    else FINETUNE_TOKENS)
-    opt = _training_option(gpu, model, workload, precision, tokens, deadline_days or DEFAULT_DEADLINE_DAYS, rate)
+    opt = _training_option(gpu, model, workload, precision, tokens, deadline_days or DEFAULT_DEADLINE_DAYS, rate,
+                           basis)
     return opt, opt.cost
 
 
@@ -209,17 +227,19 @@ def _sort_key(workload, objective):
     return lambda o: o.cost if o.cost is not None else math.inf
 
 
-def _behind(option, best, workload, objective) -> str:
+def _behind(option, best, workload, objective) -> Reason:
+    """An option that meets every constraint, against the winner on the ranking's own measure."""
     if objective == "cost":
-        return f"fits, {option.cost / best.cost:.2f}x the winner's cost"
+        return Reason(Status.OK, {"cost_ratio": option.cost / best.cost})
     if workload == "serve":
-        return "fits, slower per request than the winner"
-    return f"fits, {option.days / best.days:.2f}x the winner's time"
+        return Reason(Status.OK, {"throughput_ratio": (option.tokens_per_sec / option.count)
+                                  / (best.tokens_per_sec / best.count)})
+    return Reason(Status.OK, {"time_ratio": option.days / best.days})
 
 
 def recommend(*args, **kwargs) -> Option:
     options = rank(*args, **kwargs)
     if not options or not options[0].ok:
-        reasons = "; ".join(f"{o.gpu}: {o.reason}" for o in options[:3])
+        reasons = "; ".join(f"{o.gpu}: {o.reason.text()}" for o in options[:3])
         raise num_error(f"no GPU in the catalog meets the constraints ({reasons})")
     return options[0]

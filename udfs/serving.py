@@ -90,7 +90,7 @@ def _overhead_s(model: Model, gpu: Gpu, n_gpus: int, tokens: float = 1) -> float
     bidirectional figure) at the achievable share of it."""
     per_layer = cal.PER_LAYER_OVERHEAD_US * 1e-6
     if n_gpus > 1:
-        link = "nvlink" if "nvlink" in gpu.interconnect.lower() and (gpu.interconnect_gbs or 0) > 200 else "pcie"
+        link = "nvlink" if gpu.nvlink_class else "pcie"
         one_way = (gpu.interconnect_gbs or 64) / 2 * 1e9 * cal.ALLREDUCE_BANDWIDTH_FRACTION
         moved = 2 * (n_gpus - 1) / n_gpus * tokens * model.hidden * 2
         per_layer += 2 * (cal.ALLREDUCE_US[link] * 1e-6 + moved / one_way)

@@ -31,7 +31,16 @@ ARGS = [
            returns="table", examples=[(("serve", "Llama 2 7B", "fp16"), None), (("train", "Llama 2 70B", "bf16", "cost", "", "", 2e12), None)])
 def gpu_rank(**kw):
     options = picker.rank(*_rank_args(kw))
-    return Table(picker.HEADER, [[i + 1] + o.row() for i, o in enumerate(options)])
+    return Table(RANK_HEADER, [_rank_row(i, o) for i, o in enumerate(options, start=1)])
+
+
+RANK_HEADER = ["rank", "gpu", "count", "fits", "days", "tokens_per_sec", "cost", "cost_unit", "price_basis",
+               "verdict", "reason"]
+
+
+def _rank_row(rank: int, o: picker.Option) -> list:
+    return [rank, o.gpu, o.count, o.fits, o.days, o.tokens_per_sec, o.cost, o.cost_unit, o.price_basis,
+            "OK" if o.ok else "fails", o.reason.text()]
 
 
 @worksheet("GPU_RECOMMEND", "The winning GPU for a workload and how many: cheapest (or fastest) option that fits "

@@ -1,0 +1,68 @@
+"""Why an option wins or fails, as data: a status from a closed set and the figures behind
+it. Code decides on the status; people read `text()`, rendered from one table of templates,
+so GPU_RANK, GPU_RECOMMEND and the report say the same thing the same way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    OK = "ok"
+    NO_SPEC = "no_spec"                      # the catalog lacks a figure this workload needs
+    NO_FIT = "no_fit"                        # the model does not fit the GPUs' memory
+    NEEDS_NVLINK = "needs_nvlink"            # must be sharded, and the GPU has no NVLink-class link
+    MISSES_DEADLINE = "misses_deadline"
+    TOO_SLOW = "too_slow"                    # each request slower than the latency target
+    TOO_LITTLE_THROUGHPUT = "too_little_throughput"
+    NO_PRICE = "no_price"
+    OVER_BUDGET = "over_budget"
+
+
+# (status, the figures given) -> text; a reason with figures no template names fails loudly
+TEMPLATES: dict[tuple[Status, frozenset[str]], str] = {
+    (Status.OK, frozenset()): "winner",
+    (Status.OK, frozenset({"cost_ratio"})): "fits, {cost_ratio:.2f}x the winner's cost",
+    (Status.OK, frozenset({"time_ratio"})): "fits, {time_ratio:.2f}x the winner's time",
+    (Status.OK, frozenset({"throughput_ratio"})): "fits, {throughput_ratio:.2f}x the winner's tokens/s per GPU",
+    (Status.NO_SPEC, frozenset({"precision"})): "no dense {precision} figure in the catalog",
+    (Status.NO_SPEC, frozenset({"detail"})): "{detail}",
+    (Status.NO_FIT, frozenset()): "does not fit: the model does not fit in this GPU's memory",
+    (Status.NO_FIT, frozenset({"sharded"})):
+        "does not fit: the model does not fit in this GPU's memory even sharded over many GPUs",
+    (Status.NO_FIT, frozenset({"max_per_copy"})): "does not fit: needs more than {max_per_copy} GPUs per copy",
+    (Status.NO_FIT, frozenset({"count", "per_copy"})): "does not fit: one copy of the model needs {per_copy} GPUs",
+    (Status.NO_FIT, frozenset({"count", "min_count"})):
+        "does not fit on {count} GPUs: the model needs at least {min_count}",
+    (Status.NEEDS_NVLINK, frozenset({"gpu", "link_gbs", "needed_gbs"})):
+        "needs the model sharded across GPUs, and {gpu} has no NVLink-class link ({link_gbs:g} GB/s; "
+        "needs >= {needed_gbs:g})",
+    (Status.MISSES_DEADLINE, frozenset({"count"})): "misses the deadline: would need {count:,} GPUs",
+    (Status.MISSES_DEADLINE, frozenset({"days", "deadline"})): "misses the deadline: {days:,.1f} days > {deadline:g}",
+    (Status.TOO_SLOW, frozenset({"tokens_per_sec", "needed"})):
+        "too slow for the latency target: {tokens_per_sec:.1f} tokens/s per request < {needed:.1f} needed",
+    (Status.TOO_LITTLE_THROUGHPUT, frozenset({"capacity", "needed"})):
+        "too little throughput: {capacity:,.0f} tokens/s < {needed:,.0f} needed",
+    (Status.NO_PRICE, frozenset({"basis"})): "no {basis} price in the catalog",
+    (Status.NO_PRICE, frozenset({"basis", "scenario"})): "no {basis} price in the catalog or the scenario",
+    (Status.OVER_BUDGET, frozenset({"cost", "budget", "per"})): "over budget: ${cost:,.0f} > ${budget:,.0f} per {per}",
+}
+
+
+@dataclass(frozen=True)
+class Reason:
+    status: Status
+    figures: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    def text(self) -> str:
+        return TEMPLATES[(self.status, frozenset(self.figures))].format(**self.figures)
+
+    __str__ = text
+
+
+WINNER = Reason(Status.OK)
