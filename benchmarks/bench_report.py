@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from udfs import catalog  # noqa: E402
-from workbook_templates import report, report_engine, scenario  # noqa: E402
+from udfs import report_model, scenario  # noqa: E402
+from workbook_templates import report  # noqa: E402
 
 COUNTS = [8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048]
 SWEEP = f"""
@@ -37,7 +38,7 @@ pricing = ["cloud", "owned"]
 def main() -> int:
     sc = scenario.parse(SWEEP)
     t0 = time.perf_counter()
-    res = report_engine.analyse(sc)
+    res = report_model.analyse(sc)
     t1 = time.perf_counter()
     wb = report.build(sc, res)
     t2 = time.perf_counter()

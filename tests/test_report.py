@@ -15,9 +15,10 @@ import openpyxl
 import pytest
 
 import udfs
-from udfs import catalog, economics, lesson, picker
+from udfs import catalog, economics, lesson, picker, report_model, scenario
 from udfs.cli import main as cli_main
-from workbook_templates import report, report_engine, scenario
+from udfs.reasons import Status
+from workbook_templates import report
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.toml"))
@@ -47,7 +48,7 @@ def _summary_values(ws) -> dict:
 
 def _engine_best(sc: scenario.Scenario):
     """The recommendation recomputed here from the picker and udfs.economics, independently of
-    report_engine: every candidate priced at the scenario's rates, cheapest OK option."""
+    report_model: every candidate priced at the scenario's rates, cheapest OK option."""
     model = sc.model                     # a catalog Model or a parameter count, as the picker takes
     names = None if sc.gpus is None else set(sc.gpus)
     o = sc.ownership
@@ -57,7 +58,7 @@ def _engine_best(sc: scenario.Scenario):
                                sc.batch, basis, sc.min_tokens_per_sec):
             if names is not None and opt.gpu not in names:
                 continue
-            if not (opt.ok or opt.reason.startswith("no price")):
+            if opt.status not in (Status.OK, Status.NO_PRICE):
                 continue
             g = catalog.gpu(opt.gpu)
             if basis == "cloud":
@@ -145,7 +146,7 @@ def test_options_sheet_and_csv(built, name):
 @pytest.mark.parametrize("name", NAMES)
 def test_charts_and_sensitivity(built, name):
     wb = openpyxl.load_workbook(built[name])
-    src = report_engine.analyse(scenario.load(ROOT / "examples" / f"{name}.toml"))
+    src = report_model.analyse(scenario.load(ROOT / "examples" / f"{name}.toml"))
     assigned = {a["assumption"] for a in src.sensitivity}
     assert len(assigned) == 6
     assert any("Electricity" in a for a in assigned) and any("Lifetime" in a for a in assigned)
@@ -301,7 +302,7 @@ def test_overwrite_refused_then_forced(tmp_path, capsys):
 
 def test_price_override_is_used():
     sc = scenario.parse(GOOD + "[candidates]\ngpus=['H100']\npricing=['cloud']\n[prices]\nH100={usd_per_gpu_hour=1.5}\n")
-    res = report_engine.analyse(sc, sensitivity=False)
+    res = report_model.analyse(sc, sensitivity=False)
     assert res.best.rate == 1.5 and "negotiated" in res.best.rate_note
     opt = [o for o in picker.rank("train", catalog.model("Llama 2 7B"), "bf16", tokens_or_traffic=1e11,
                                   price_basis="cloud") if o.gpu == res.best.gpu][0]

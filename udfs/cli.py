@@ -1,5 +1,7 @@
 """The `flopsheet` command line: evaluate any worksheet function, list them, and run the
-front ends (templates, reports, the add-ins) that later modules add as subcommands."""
+front ends (templates, reports, the add-ins). Front ends add their own subcommands through the
+`flopsheet.commands` entry-point group (pyproject.toml): the engine never imports them, and a
+front end that is missing or broken cannot break `calc` or `functions`."""
 
 from __future__ import annotations
 
@@ -7,12 +9,15 @@ import argparse
 import csv
 import json
 import sys
+from importlib.metadata import entry_points
 
 from . import __version__, registry
 from .errors import FlopsheetError
 from .table import Table
 
 EXIT_BAD_INPUT = 2
+COMMAND_GROUP = "flopsheet.commands"      # entry points: name = "module:add", add(subparsers)
+CORE_COMMANDS = ("calc", "functions")
 
 
 def parse_cli_value(text: str):
@@ -75,7 +80,7 @@ def cmd_functions(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(front_ends: bool = True) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flopsheet",
         description="GPU sizing and AI-compute budgeting: worksheet functions, planning workbooks and reports.")
@@ -93,19 +98,34 @@ def build_parser() -> argparse.ArgumentParser:
     fns.add_argument("--json", action="store_true", help="print as JSON")
     fns.set_defaults(run=cmd_functions)
 
-    for extend in _extensions():
-        extend(sub)
+    if front_ends:
+        for ep in sorted(entry_points(group=COMMAND_GROUP), key=lambda ep: ep.name):
+            _add_front_end(sub, ep)
     return parser
 
 
-def _extensions():
-    """Subcommands that live with their front ends (imported lazily: heavy dependencies)."""
-    from . import cli_extensions
-    return cli_extensions.EXTENSIONS
+def _add_front_end(sub, ep) -> None:
+    """Let an installed front end add its subcommands; if it cannot, its command says why."""
+    try:
+        ep.load()(sub)
+    except Exception as e:  # noqa: BLE001 - any failure of a plug-in must stay inside it
+        why = f"{type(e).__name__}: {e}"
+
+        def unavailable(args, why=why) -> int:
+            print(f"flopsheet {ep.name}: this front end could not be loaded ({ep.value}): {why}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+
+        if ep.name not in sub.choices:
+            broken = sub.add_parser(ep.name, help=f"unavailable: {why}")
+            broken.add_argument("args", nargs=argparse.REMAINDER)
+            broken.set_defaults(run=unavailable)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    # calc and functions never load the front ends (faster, and immune to a broken one)
+    core = bool(argv) and argv[0] in CORE_COMMANDS
+    args = build_parser(front_ends=not core).parse_args(argv)
     try:
         return args.run(args)
     except FlopsheetError as e:

@@ -11,12 +11,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from udfs import catalog, lesson
-from udfs.errors import FlopsheetError
+from . import catalog, lesson
+from .errors import FlopsheetError
+from .picker import OBJECTIVES, WORKLOADS
 
-WORKLOADS = ("train", "finetune", "lora", "qlora", "serve")
-TRAINING = ("train", "finetune", "lora", "qlora")
-OBJECTIVES = ("cost", "time")
 BASES = ("cloud", "owned")
 
 TOP_FIELDS = {"name", "description", "workload", "constraints", "candidates", "prices", "ownership"}

@@ -31,9 +31,8 @@ TENSOR_PRECISIONS = [p.name for p in catalog.precisions()]
 
 
 def cheapest(gpu_name: str, pricing: str) -> float | None:
-    rows = [p.usd_per_gpu_hour for p in catalog.cloud_prices()
-            if p.gpu == gpu_name and p.status == "current" and p.pricing == pricing and p.usd_per_gpu_hour]
-    return min(rows) if rows else None
+    row = catalog.cheapest_cloud_price(gpu_name, pricing)
+    return row.usd_per_gpu_hour if row else None
 
 
 def gpu_value(g, attr):

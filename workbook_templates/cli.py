@@ -1,4 +1,7 @@
-"""`flopsheet templates --out DIR [--only NAME ...] [--force]`."""
+"""The workbook subcommands of `flopsheet` (added through the `flopsheet.commands` entry points
+in pyproject.toml): `templates --out DIR [--only NAME ...] [--force]` and
+`report SCENARIO.toml -o report.xlsx [--force] [--csv]`. Only argparse here: openpyxl is
+imported when a command runs."""
 
 from __future__ import annotations
 
@@ -37,3 +40,18 @@ def add(sub):
                    "finetune_cost, inference_plan, cloud_vs_own, gpu_comparison")
     p.add_argument("--force", action="store_true", help="overwrite existing files")
     p.set_defaults(run=run)
+
+
+def _run_report(args) -> int:
+    from .report import run_command
+    return run_command(args)
+
+
+def add_report(sub):
+    p = sub.add_parser("report", help="compare one workload (a scenario TOML file) across every GPU, count and "
+                                      "rent/own option: a report workbook with charts and a sensitivity analysis")
+    p.add_argument("scenario", help="scenario file (TOML); see examples/README.md")
+    p.add_argument("-o", "--output", required=True, help="report workbook to write (.xlsx)")
+    p.add_argument("--force", action="store_true", help="overwrite the output (and CSV) if they exist")
+    p.add_argument("--csv", action="store_true", help="also write the options table as CSV next to the workbook")
+    p.set_defaults(run=_run_report)

@@ -4,8 +4,9 @@ recommendation, two runners-up and the key figures, as values computed by the en
 inputs, Flopsheet's version and the catalog date), Options, Sensitivity (tornado chart), Charts
 (cost and time by option, cumulative cost own vs rent) and Assumptions and sources.
 
-The numbers come from workbook_templates/report_engine.py (udfs.picker + udfs.economics); the
-styles and the safe text writer / atomic save from the templates' styles.py and common.py.
+The numbers come from udfs.report_model (the option sweep in udfs.sweep, sized by udfs.picker,
+priced with udfs.economics); this module only writes them, with the templates' styles and safe
+text writer / atomic save (styles.py, common.py).
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from openpyxl.styles import Alignment
 import udfs
 from udfs import calibration as cal
 from udfs import catalog, picker
+from udfs.economics import HOURS_PER_MONTH
+from udfs.report_model import SWING, Result, analyse
+from udfs.scenario import Scenario
+from udfs.sweep import Row
 
 from . import styles as st
 from .common import atomic_save, atomic_write, print_setup, write_text
-from .report_engine import HOURS_PER_MONTH, SWING, Result, Row, analyse, cloud_row
-from .scenario import Scenario
 
 SHEETS = ("Summary", "Options", "Sensitivity", "Charts", "Assumptions and sources")
 CHART_OPTIONS = 15          # options shown on the cost / time charts (the best ones)
@@ -225,7 +228,7 @@ def option_columns(sc: Scenario) -> list[tuple[str, str, object]]:
     cols += [("$ per GPU-hour", st.USD, lambda r: r.rate), (_cost_label(sc), st.USD0, lambda r: r.total_cost)]
     if sc.serving:
         cols.append(("$ per 1M output tokens", st.USD, lambda r: r.cost_per_1m))
-    cols += [("Why it fails / note", "", lambda r: r.reason), ("Price basis", "", lambda r: r.rate_note)]
+    cols += [("Why it fails / note", "", lambda r: r.reason.text() if r.reason else ""), ("Price basis", "", lambda r: r.rate_note)]
     return cols
 
 
@@ -418,7 +421,7 @@ def _assumptions(wb: Workbook, res: Result):
         ("Usable share of GPU memory", cal.USABLE_MEMORY_FRACTION, "udfs/calibration.py (vLLM's default reserve)"),
         ("Training FLOPs per token", "6 x parameters (4 x for LoRA/QLoRA)", "udfs/picker.py"),
         ("Training parallelism", "ZeRO-3 data parallel, full recompute, micro-batch 1 x 2,048",
-         "udfs/picker.py; sharded models need a >= 300 GB/s GPU link"),
+         f"udfs/picker.py; sharded models need a >= {catalog.NVLINK_CLASS_GBS:g} GB/s (NVLink-class) GPU link"),
         ("Default deadline (days)", picker.DEFAULT_DEADLINE_DAYS, "when the scenario gives none"),
         ("Serving context per sequence (tokens)", picker.SERVE_CONTEXT, "KV cache sized for it"),
         ("GPUs per serving copy", "fewest of 1, 2, 4, 8 that hold the model", "udfs/picker.py"),
@@ -472,7 +475,7 @@ def _assumptions(wb: Workbook, res: Result):
     _header(ws, row, ccols)
     row += 1
     for name in res.used_gpus:
-        p = cloud_row(catalog.gpu(name))
+        p = catalog.cheapest_cloud_price(name)
         if p is None:
             _put(ws, row, 1, name)
             _put(ws, row, 2, "no current on-demand price in the catalog").font = st.NOTE_FONT
@@ -544,7 +547,7 @@ def _atomic_text(path: Path, text: str):
 
 def write_report(scenario_path, out, force: bool = False, with_csv: bool = False) -> Result:
     """Load, analyse and write; refuses to overwrite (ReportExists) without force."""
-    from .scenario import load
+    from udfs.scenario import load
     out = Path(out)
     csv_path = out.with_suffix(".csv")
     targets = [out] + ([csv_path] if with_csv else [])
@@ -562,7 +565,7 @@ def write_report(scenario_path, out, force: bool = False, with_csv: bool = False
     return res
 
 
-# ---------------------------------------------------------------- CLI (parser in udfs/cli_extensions.py)
+# ---------------------------------------------------------------- CLI (parser in workbook_templates/cli.py)
 def run_command(args) -> int:
     import sys
     from udfs.errors import FlopsheetError
