@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import udfs
 from udfs import economics, picker
+from udfs import reasons
 from udfs.reasons import Status
 
 
@@ -120,3 +121,20 @@ def test_recommend_parts_and_no_winner():
     assert " x " in text and "owned" in text
     with pytest.raises(udfs.FlopsheetError):
         udfs.call("GPU_RECOMMEND", "serve", "Llama 3.1 405B", "fp16", "cost", 1.0)
+
+
+def test_verdicts_are_data_and_render_from_one_table():
+    assert {status for status, _ in reasons.TEMPLATES} == set(Status)
+    cases = [("serve", "Llama 2 7B", "fp16", "cost", 1.0), ("serve", "Llama 3.1 405B", "fp16", "time"),
+             ("train", "Llama 2 70B", "bf16", "cost", None, 1, 2e12), ("lora", "Llama 2 70B", "bf16"),
+             ("qlora", "Llama 2 7B", "fp8", "time")]
+    seen = set()
+    for workload, model, *rest in cases:
+        for o in picker.rank(workload, udfs.catalog.model(model), *rest):
+            assert o.ok == (o.status is Status.OK) and o.reason.text()      # every verdict has a template
+            seen.add(o.status)
+    assert {Status.OK, Status.NO_FIT, Status.NEEDS_NVLINK, Status.OVER_BUDGET} <= seen
+    table = udfs.call("GPU_RANK", "serve", "Llama 2 7B", "fp16", "cost", 1.0)
+    rows = {r[1]: r for r in table.rows}
+    assert any(r[-2] == "fails" and r[-1].startswith("over budget: $") and r[-1].endswith("per month")
+               for r in rows.values())

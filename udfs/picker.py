@@ -105,7 +105,7 @@ def _fail(option: Option, status: Status, **figures) -> Option:
 def gpus_per_copy(model: Model, gpu: Gpu, precision: str, batch: float) -> int | None:
     """GPUs one serving copy needs: the fewest of TP_SIZES holding the weights, a SERVE_CONTEXT
     KV cache per sequence and overhead in the usable memory; None when even the most do not."""
-    usable = gpu.memory_gb * cal.USABLE_MEMORY_FRACTION
+    usable = serving.usable_gib(gpu)
     return next((n for n in TP_SIZES
                  if serving.serving_memory_gib(model, precision, batch, SERVE_CONTEXT, "fp16", n)["total"] <= usable),
                 None)
@@ -116,7 +116,7 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
     option = Option(gpu.name, 0, False, None, None, None, "$", rate[1] if rate else "no price")
     if not peak:
         return _fail(option, Status.NO_SPEC, precision=precision)
-    usable = gpu.memory_gb * cal.USABLE_MEMORY_FRACTION
+    usable = serving.usable_gib(gpu)
     if workload in ("lora", "qlora"):
         mem = training.qlora_memory_gib(model, base_bits=16 if workload == "lora" else training.NF4_BITS)["total"]
         flops_per_token = 4 * serving.active_params(model)      # no weight gradients for the frozen base
@@ -145,7 +145,7 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
 
 def _needs_sharding(model, gpu, precision) -> bool:
     states = training.model_state_bytes(model.params, precision, "adamw")
-    return (states["weights"] + states["gradients"]) / 2**30 > gpu.memory_gb * cal.USABLE_MEMORY_FRACTION
+    return (states["weights"] + states["gradients"]) / 2**30 > serving.usable_gib(gpu)
 
 
 def _gpus_for_training(model, gpu, usable, precision) -> int | None:

@@ -10,10 +10,11 @@ import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from . import catalog, lesson
 from .errors import FlopsheetError
-from .picker import OBJECTIVES, WORKLOADS
+from .picker import DEFAULT_DEADLINE_DAYS, OBJECTIVES, WORKLOADS
 
 BASES = ("cloud", "owned")
 
@@ -26,6 +27,14 @@ CANDIDATE_FIELDS = {"gpus", "counts", "pricing"}
 PRICE_FIELDS = {"usd_per_gpu_hour", "purchase_usd"}
 OWNERSHIP_FIELDS = {"utilization", "lifetime_years", "pue", "usd_per_kwh", "cost_of_capital", "residual_fraction",
                     "opex_per_gpu_year"}
+
+
+class Input(NamedTuple):
+    """One row of the report's inputs table; `share` marks a fraction (shown as a percentage)."""
+    label: str
+    value: object
+    note: str = ""
+    share: bool = False
 
 
 class ScenarioError(FlopsheetError):
@@ -95,8 +104,8 @@ class Scenario:
         """What the picker sizes for: training tokens, or output tokens/s to serve."""
         return self.traffic_tokens_per_sec if self.serving else self.tokens
 
-    def inputs(self) -> list[tuple[str, object, str]]:
-        """(label, value, note) rows for the report's Summary."""
+    def inputs(self) -> list[Input]:
+        """The rows of the report's inputs table."""
         rows = [("Scenario", self.name, ""), ("Workload", self.kind, ""), ("Model", self.model_label, ""),
                 ("Precision", self.precision, "")]
         if self.serving:
@@ -106,7 +115,7 @@ class Scenario:
                          ("Peak-to-average traffic", self.peak_to_average, "assumption")]
             rows += [("Requests per minute (peak)", self.requests_per_minute, ""),
                      ("Output tokens per request", self.output_tokens_per_request, ""),
-                     ("Burst headroom", self.headroom, ""),
+                     Input("Burst headroom", self.headroom, share=True),
                      ("Output tokens/s provisioned", self.traffic_tokens_per_sec, "requests/min / 60 x tokens x (1 + headroom)"),
                      ("Concurrent requests per copy (batch)", self.batch, "")]
             if self.p95_latency_s:
@@ -114,7 +123,8 @@ class Scenario:
                          ("Speed needed per request (tokens/s)", self.min_tokens_per_sec, "tokens / latency")]
         else:
             rows.append(("Training tokens", self.tokens, ""))
-            rows.append(("Deadline (days)", self.deadline_days, "" if self.deadline_days else "none given: 90 days"))
+            rows.append(("Deadline (days)", self.deadline_days,
+                         "" if self.deadline_days else f"none given: {DEFAULT_DEADLINE_DAYS:g} days"))
         rows += [("Budget ($)", self.budget_usd, "per job" if not self.serving else "per month"),
                  ("Objective", self.objective, ""),
                  ("Candidate GPUs", "all" if self.gpus is None else ", ".join(self.gpus), ""),
@@ -126,11 +136,12 @@ class Scenario:
         for g, v in self.purchase_overrides.items():
             rows.append((f"Purchase price {g} ($)", v, "price override"))
         o = self.ownership
-        rows += [("Utilization (owned)", o.utilization, ""), ("Lifetime (years)", o.lifetime_years, ""),
+        rows += [Input("Utilization (owned)", o.utilization, share=True), ("Lifetime (years)", o.lifetime_years, ""),
                  ("PUE", o.pue, ""), ("Electricity ($/kWh)", o.usd_per_kwh, ""),
-                 ("Cost of capital", o.cost_of_capital, ""), ("Residual value (share of price)", o.residual_fraction, ""),
+                 Input("Cost of capital", o.cost_of_capital, share=True),
+                 Input("Residual value (share of price)", o.residual_fraction, share=True),
                  ("Opex per GPU-year ($)", o.opex_per_gpu_year, "")]
-        return rows
+        return [Input(*r) for r in rows]
 
 
 # ---------------------------------------------------------------- validation helpers

@@ -189,12 +189,9 @@ def _summary(wb: Workbook, res: Result):
     row += 1
     _header(ws, row, ["Input", "Value", "Note"])
     row += 1
-    for label, value, note in sc.inputs():
+    for label, value, note, share in sc.inputs():
         _put(ws, row, 1, label)
-        fmt = None
-        if isinstance(value, float):
-            fmt = st.FRACTION if label.startswith(("Utilization", "Burst", "Cost of capital", "Residual")) \
-                else "#,##0.###"
+        fmt = (st.FRACTION if share else "#,##0.###") if isinstance(value, float) else None
         _put(ws, row, 2, value if value is not None else "", fmt)
         _put(ws, row, 3, note).font = st.NOTE_FONT
         row += 1
