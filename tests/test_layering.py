@@ -4,6 +4,7 @@ the workbook writers do not import the add-ins; front ends reach the CLI through
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -83,3 +84,11 @@ def test_a_broken_front_end_does_not_break_the_engine(tmp_path, monkeypatch, cap
     with pytest.raises(SystemExit) as e:               # the other front ends still work
         cli_main(["templates", "--help"])
     assert e.value.code == 0
+
+
+def test_calc_does_not_import_the_front_ends():
+    code = ("import sys; from udfs.cli import main; rc = main(['calc', 'GPU_SPEC', 'H100', 'memory_gb']); "
+            "print(rc, sorted(m for m in sys.modules if m.split('.')[0] in ('addin', 'workbook_templates', "
+            "'openpyxl', 'pandas', 'xlwings')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.splitlines()[-1] == "0 []"
