@@ -11,6 +11,7 @@ the *used* hours: 8,760 x utilization a year.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from .errors import num_error
 from .units import HOURS_PER_YEAR
@@ -89,3 +90,21 @@ def api_monthly_cost(tokens_per_month: float, input_share: float, input_price: f
 
 def api_breakeven_tokens(monthly_self_host_cost: float, api_usd_per_1m_tokens: float) -> float:
     return monthly_self_host_cost / api_usd_per_1m_tokens * 1e6
+
+
+@dataclass
+class Ownership:
+    """What owning a GPU assumes (the defaults are owned_cost_per_gpu_hour's); the picker uses
+    the defaults, a scenario file may set each."""
+    utilization: float = 0.7
+    lifetime_years: float = 3.0
+    pue: float = 1.0
+    usd_per_kwh: float = 0.12
+    cost_of_capital: float = 0.0
+    residual_fraction: float = 0.0         # share of the purchase price recovered at the end
+    opex_per_gpu_year: float = 0.0
+
+    def cost_per_gpu_hour(self, price_usd: float, power_w: float) -> float:
+        return owned_cost_per_gpu_hour(price_usd, self.lifetime_years, power_w, self.pue, self.usd_per_kwh,
+                                       self.utilization, self.cost_of_capital, self.residual_fraction * price_usd,
+                                       self.opex_per_gpu_year)

@@ -79,11 +79,17 @@ def cloud_note(row: catalog.CloudPrice) -> str:
     return f"cloud {row.provider} {row.instance} ${row.usd_per_gpu_hour:g}/GPU-h ({row.price_date})"
 
 
-def owned_rate(gpu: Gpu) -> tuple[float, str] | None:
-    if not gpu.price_usd:
+def owned_rate(gpu: Gpu, ownership: economics.Ownership | None = None, price_usd: float | None = None,
+               price_from: str = "") -> tuple[float, str] | None:
+    """$ per used hour of owning the GPU (its catalog purchase price unless one is given), power
+    at TDP, with its note; None without a price."""
+    price, o = price_usd or gpu.price_usd, ownership or economics.Ownership()
+    if not price:
         return None
-    rate = economics.owned_cost_per_gpu_hour(gpu.price_usd, power_w=gpu.tdp_w or 0)
-    return rate, f"owned ${gpu.price_usd:,.0f} over 3 years at 70% use, power at TDP: ${rate:.3f}/GPU-h"
+    rate = o.cost_per_gpu_hour(price, gpu.tdp_w or 0)
+    return rate, (f"owned ${price:,.0f}{f' ({price_from})' if price_from else ''} over {o.lifetime_years:g} years "
+                  f"at {o.utilization:.0%} use, power at TDP, PUE {o.pue:g}, ${o.usd_per_kwh:g}/kWh: "
+                  f"${rate:.3f}/GPU-h")
 
 
 def resolve_basis(workload: str, basis: str) -> str:

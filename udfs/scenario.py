@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import NamedTuple
 
 from . import catalog, lesson
+from .economics import Ownership
 from .errors import FlopsheetError
 from .picker import DEFAULT_DEADLINE_DAYS, OBJECTIVES, WORKLOADS
 
@@ -25,8 +26,7 @@ WORKLOAD_FIELDS = {"kind", "model", "params", "precision", "tokens", "requests_p
 CONSTRAINT_FIELDS = {"deadline_days", "p95_latency_s", "budget_usd", "objective"}
 CANDIDATE_FIELDS = {"gpus", "counts", "pricing"}
 PRICE_FIELDS = {"usd_per_gpu_hour", "purchase_usd"}
-OWNERSHIP_FIELDS = {"utilization", "lifetime_years", "pue", "usd_per_kwh", "cost_of_capital", "residual_fraction",
-                    "opex_per_gpu_year"}
+OWNERSHIP_FIELDS = {f.name for f in fields(Ownership)}
 
 
 class Input(NamedTuple):
@@ -39,17 +39,6 @@ class Input(NamedTuple):
 
 class ScenarioError(FlopsheetError):
     """A scenario file that cannot be used; the message names the field."""
-
-
-@dataclass
-class Ownership:
-    utilization: float = 0.7
-    lifetime_years: float = 3.0
-    pue: float = 1.0
-    usd_per_kwh: float = 0.12
-    cost_of_capital: float = 0.0
-    residual_fraction: float = 0.0
-    opex_per_gpu_year: float = 0.0
 
 
 @dataclass
@@ -350,14 +339,12 @@ def from_dict(data: dict, source: str = "") -> Scenario:
             sc.purchase_overrides[gname] = buy
 
     o = _table(data, "ownership", OWNERSHIP_FIELDS)
-    sc.ownership = Ownership(
-        utilization=_number(o, "utilization", "ownership", default=0.7, low=0, low_open=True, high=1),
-        lifetime_years=_number(o, "lifetime_years", "ownership", default=3.0, low=0, low_open=True, high=30),
-        pue=_number(o, "pue", "ownership", default=1.0, low=1, high=5),
-        usd_per_kwh=_number(o, "usd_per_kwh", "ownership", default=0.12, low=0, high=10),
-        cost_of_capital=_number(o, "cost_of_capital", "ownership", default=0.0, low=0, high=1),
-        residual_fraction=_number(o, "residual_fraction", "ownership", default=0.0, low=0, high=1),
-        opex_per_gpu_year=_number(o, "opex_per_gpu_year", "ownership", default=0.0, low=0, high=1e7))
+    limits = {"utilization": dict(low=0, low_open=True, high=1), "lifetime_years": dict(low=0, low_open=True, high=30),
+              "pue": dict(low=1, high=5), "usd_per_kwh": dict(low=0, high=10), "cost_of_capital": dict(low=0, high=1),
+              "residual_fraction": dict(low=0, high=1), "opex_per_gpu_year": dict(low=0, high=1e7)}
+    defaults = Ownership()
+    sc.ownership = Ownership(**{k: _number(o, k, "ownership", default=getattr(defaults, k), **lim)
+                                for k, lim in limits.items()})
     return sc
 
 

@@ -65,16 +65,6 @@ def purchase_price(sc: Scenario, gpu: catalog.Gpu, price_scale: float = 1.0) -> 
     return price * price_scale if price else None
 
 
-def owned_rate(sc: Scenario, gpu: catalog.Gpu, price_scale: float = 1.0) -> float | None:
-    price = purchase_price(sc, gpu, price_scale)
-    if not price:
-        return None
-    o = sc.ownership
-    return economics.owned_cost_per_gpu_hour(price, o.lifetime_years, gpu.tdp_w or 0, o.pue, o.usd_per_kwh,
-                                             o.utilization, o.cost_of_capital, o.residual_fraction * price,
-                                             o.opex_per_gpu_year)
-
-
 def scenario_rate(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0) -> tuple[float, str] | None:
     if basis == "cloud":
         if gpu.name in sc.cloud_overrides:
@@ -84,14 +74,9 @@ def scenario_rate(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float
         if row is None:
             return None
         return row.usd_per_gpu_hour * price_scale, picker.cloud_note(row)
-    rate = owned_rate(sc, gpu, price_scale)
-    if rate is None:
-        return None
-    price = purchase_price(sc, gpu)
-    o = sc.ownership
+    price = purchase_price(sc, gpu, price_scale)
     where = "scenario" if gpu.name in sc.purchase_overrides else "catalog"
-    return rate, (f"owned ${price:,.0f} ({where}) over {o.lifetime_years:g} years at {o.utilization:.0%} use, "
-                  f"PUE {o.pue:g}, ${o.usd_per_kwh:g}/kWh: ${rate:.3f}/GPU-h")
+    return picker.owned_rate(gpu, sc.ownership, price, where) if price else None
 
 
 # ---------------------------------------------------------------- options
