@@ -8,7 +8,8 @@ Pricing: the picker sizes each option and prices it at catalog rates; its cost i
 $/GPU-hour, so an option is re-priced at the scenario's rate: training cost = GPU-hours x rate
 (GPU-hours = days x count x 24), serving cost per 1M output tokens = rate x GPUs / provisioned
 tokens/s (economics.cost_per_1m_tokens, as the picker), serving cost per month = rate x GPUs x 730 h.
-Owned rates come from economics.owned_cost_per_gpu_hour with the scenario's assumptions.
+Rates come from the same functions as the picker's (catalog.cheapest_cloud_price, picker.owned_rate)
+with the scenario's overrides and Ownership assumptions.
 """
 
 from __future__ import annotations
@@ -58,14 +59,13 @@ class Row:
 
 
 # ---------------------------------------------------------------- prices
-
-
 def purchase_price(sc: Scenario, gpu: catalog.Gpu, price_scale: float = 1.0) -> float | None:
     price = sc.purchase_overrides.get(gpu.name, gpu.price_usd)
     return price * price_scale if price else None
 
 
 def scenario_rate(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0) -> tuple[float, str] | None:
+    """$/GPU-hour and its note: the scenario's price where it gives one, else the catalog's."""
     if basis == "cloud":
         if gpu.name in sc.cloud_overrides:
             r = sc.cloud_overrides[gpu.name] * price_scale
