@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from . import calibration as cal
 from . import catalog, economics, serving, training
-from .catalog import Gpu, Model
+from .catalog import Gpu, Model, Precision, as_precision
 from .errors import FlopsheetError, num_error
 
 WORKLOADS = ("train", "finetune", "lora", "qlora", "serve")
@@ -100,7 +100,7 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate) ->
     basis = rate[1] if rate else "no price"
     option = Option(gpu.name, 0, False, None, None, None, "$", basis)
     if not peak:
-        return _fail(option, f"no dense {precision} figure in the catalog")
+        return _fail(option, f"no dense {precision.name} figure in the catalog")
     usable = gpu.memory_gb * cal.USABLE_MEMORY_FRACTION
     if workload in ("lora", "qlora"):
         mem = training.qlora_memory_gib(model, base_bits=16 if workload == "lora" else training.NF4_BITS)["total"]
@@ -149,7 +149,7 @@ def _gpus_for_training(model, gpu, usable, precision) -> int | None:
 
 def _serving_option(gpu, model, precision, batch, traffic, min_tps, rate) -> Option:
     option = Option(gpu.name, 0, False, None, None, None, "$ per 1M output tokens", rate[1] if rate else "no price")
-    tp = next((n for n in TP_SIZES if serving.serving_memory_gib(model, precision, batch, SERVE_CONTEXT, "fp16", n)
+    tp = next((n for n in TP_SIZES if serving.serving_memory_gib(model, precision, batch, SERVE_CONTEXT, serving.KV_PRECISION, n)
                ["total"] <= gpu.memory_gb * cal.USABLE_MEMORY_FRACTION), None)
     if tp is None:
         return _fail(option, f"does not fit: needs more than {TP_SIZES[-1]} GPUs per copy")
@@ -166,10 +166,10 @@ def _serving_option(gpu, model, precision, batch, traffic, min_tps, rate) -> Opt
     return option
 
 
-def rank(workload: str, model_or_params, precision: str = "bf16", objective: str = "cost",
+def rank(workload: str, model_or_params: Model | float, precision: Precision | str = "bf16", objective: str = "cost",
          budget_usd: float | None = None, deadline_days: float | None = None, tokens_or_traffic: float | None = None,
          batch: float = 1, price_basis: str = "auto", min_tokens_per_sec: float = 0.0) -> list[Option]:
-    model = model_for(model_or_params)
+    model, precision = model_for(model_or_params), as_precision(precision)
     options = []
     for gpu in catalog.gpus():
         try:

@@ -68,8 +68,8 @@ def build(path, inputs: dict | None = None) -> Book:
     book.section(ws, 17, "Results")
     ws["C16"] = "(catalog figures in column E)"
     ws["C16"].font = st.NOTE_FONT
-    owned_args = {"hardware_cost": hw, "power_w": power, "pue": pue, "usd_per_kwh": kwh,
-                  "cost_of_capital": rate, "residual_value": resid, "opex_per_year": opex}
+    owned_args = {"hardware_cost_usd": hw, "power_w": power, "pue": pue, "usd_per_kwh": kwh,
+                  "cost_of_capital": rate, "residual_value_usd": resid, "opex_usd_per_year": opex}
     rows = [
         (18, "GPU-hours used over the period", "GPU_HOURS", {"years": life, "utilization": util}, "#,##0", False),
         (19, "Cloud cost over the period", "CLOUD_COST", {"usd_per_gpu_hour": cloud, "years": life,
@@ -80,10 +80,10 @@ def build(path, inputs: dict | None = None) -> Book:
         (23, "Break-even utilization (own if above)", "BREAKEVEN_UTILIZATION",
          {**owned_args, "cloud_usd_per_gpu_hour": cloud, "lifetime_years": life}, "0.0%", True),
         (24, "Break-even months (simple payback)", "BREAKEVEN_MONTHS",
-         {k: v for k, v in owned_args.items() if k not in ("cost_of_capital", "residual_value")}
+         {k: v for k, v in owned_args.items() if k not in ("cost_of_capital", "residual_value_usd")}
          | {"cloud_usd_per_gpu_hour": cloud, "utilization": util}, "#,##0.0", True),
         (25, "Break-even GPU-hours (purchase price only)", "BREAKEVEN_HOURS",
-         {"hardware_cost": hw, "cloud_usd_per_gpu_hour": cloud}, "#,##0", False),
+         {"hardware_cost_usd": hw, "cloud_usd_per_gpu_hour": cloud}, "#,##0", False),
     ]
     out = {}
     for r, label, fn, args, fmt, key in rows:

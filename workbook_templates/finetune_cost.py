@@ -80,9 +80,9 @@ def build(path, inputs: dict | None = None) -> Book:
                                help="GPUs in one instance (for the memory fit below)."),
         }
         label = f"option {i}"
-        o["cost"] = book.calc(ws, f"H{r}", "JOB_COST", {"hourly_rate": o["rate"], "hours": o["hours"]},
+        o["cost"] = book.calc(ws, f"H{r}", "JOB_COST", {"usd_per_hour": o["rate"], "hours": o["hours"]},
                               fmt=st.USD, key=True, label=f"Job cost, {label}")
-        o["eff"] = book.calc(ws, f"I{r}", "EFFECTIVE_HOURLY_COST", {"hourly_rate": o["rate"], "speedup": o["speed"]},
+        o["eff"] = book.calc(ws, f"I{r}", "EFFECTIVE_HOURLY_COST", {"usd_per_hour": o["rate"], "speedup": o["speed"]},
                              fmt=st.USD, key=True, label=f"Effective $/A100-eq hour, {label}")
         book.calc(ws, f"J{r}", "SPEEDUP", {"gpu": o["gpu"], "baseline_gpu": baseline, "workload": Lit("training")},
                   fmt=st.FACTOR, label=f"Catalog speed-up, {label}",
@@ -115,7 +115,7 @@ def build(path, inputs: dict | None = None) -> Book:
             book.glue(ws, f"{L(10 + i)}{r}", f'IF({need.coord}<={o["gpus"].ref(ws.title)},"Yes","No")',
                       lambda get, need=need, o=o: "Yes" if get(need) <= get(o["gpus"]) else "No",
                       label=f"Fits, {mname}, option {i + 1}")
-            book.calc(ws, f"{L(13 + i)}{r}", "JOB_COST", {"hourly_rate": o["rate"], "hours": product(o["hours"], tm)},
+            book.calc(ws, f"{L(13 + i)}{r}", "JOB_COST", {"usd_per_hour": o["rate"], "hours": product(o["hours"], tm)},
                       fmt=st.USD, label=f"Job cost, {mname}, option {i + 1}")
     st.set_widths(ws, {"A": 30, "B": 16, "C": 18, "D": 13, "E": 13, "F": 13, "G": 13, "H": 13, "I": 16, "J": 16,
                        "K": 12, "L": 12, "M": 12, "N": 12, "O": 12})

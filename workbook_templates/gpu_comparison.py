@@ -94,7 +94,7 @@ def build(path, inputs: dict | None = None) -> Book:
         per_k("G", "bandwidth_tbs", scale=1000.0, label="bandwidth per $1k")
         per_k("H", "bf16_tflops", label="TFLOPS per $1k")
         book.calc(ws, f"I{r}", "GPU_TOKENS_PER_SEC", {"gpu_or_bandwidth": name, "model_size_gb": size7,
-                                                      "batch_size": batch, "efficiency": eff},
+                                                      "batch": batch, "efficiency": eff},
                   fmt=st.TOK_S, label=f"7B tokens/s on {g.name}", addin=i < 3)
         book.calc(ws, f"J{r}", "GPUS_NEEDED", {"memory_gb": mem_a, "gpu_or_capacity": name, "headroom_gb": head},
                   fmt="#,##0", label=f"GPUs for A on {g.name}", addin=i < 3,

@@ -4,7 +4,7 @@ from .. import arch, lesson
 from ..registry import Arg, worksheet
 from ..table import Table
 from ..units import GB, MEMORY_UNITS
-from .common import (MEMORY_UNIT, OPTIMIZER, PARAMS, PART, PRECISION, positive)
+from .common import BATCH, KV_PRECISION, MEMORY_UNIT, MODEL, OPTIMIZER, PARAMS, PART, PRECISION, positive
 
 ACT_MULT = Arg("activation_multiplier", "number", "Activations as a multiple of weight bytes (training)", "x",
                default=2.0, min=0)
@@ -48,19 +48,15 @@ def gpus_needed(memory_gb, gpu_or_capacity, headroom_gb):
            examples=[(("7B", "fp16"), 14.0), ((70e9, "int4"), 35.0)],
            formula='{params}*{precision.bytes_per_param}/1E9')
 def model_size_gb(params, precision):
-    from ..catalog import precision_row
-    return params * precision_row(precision).bytes_per_param / GB
+    return params * precision.bytes_per_param / GB
 
 
 @worksheet("KV_CACHE_GB", "KV cache of a model: 2 (K and V) x layers x KV heads x head size x bytes, per token "
            "and sequence; grouped-query attention, sliding windows and MLA from the catalog's architecture.",
            "GB of GPU memory (GiB) unless unit says GB", "Memory",
-           [Arg("model", "model", "Catalog model name (its architecture sets the KV size)"),
-            positive("context_tokens", "Tokens held per sequence (prompt + output)", "tokens"),
-            Arg("batch", "number", "Sequences held at once", "sequences", default=1, min=1),
-            Arg("kv_precision", "precision", "Number format of the KV cache", default="fp16"),
-            MEMORY_UNIT],
+           [MODEL, positive("context", "Tokens held per sequence in the KV cache (prompt + output so far)", "tokens"),
+            BATCH, KV_PRECISION, MEMORY_UNIT],
            examples=[(("Llama 2 70B", 4096, 32, "fp16", "GB"), 42.950), (("Llama 2 70B", 8192, 32, "fp16", "GB"), 85.899),
                      (("Llama 2 70B", 4096, 32), 40.0)])
-def kv_cache_gb(model, context_tokens, batch, kv_precision, unit):
-    return arch.kv_cache_bytes(model, context_tokens, batch, kv_precision) / MEMORY_UNITS[unit.lower()]
+def kv_cache_gb(model, context, batch, kv_precision, unit):
+    return arch.kv_cache_bytes(model, context, batch, kv_precision) / MEMORY_UNITS[unit.lower()]
