@@ -20,6 +20,7 @@ ALT_INPUTS = {"CO_HardwareCost": 30000, "CO_Lifetime": 4, "CO_PowerW": 700, "CO_
 
 
 def build(path, inputs: dict | None = None) -> Book:
+    from udfs.worksheet import common as cm
     from udfs.worksheet import economics as e
     book = Book(KEY, TITLE,
                 "Decide whether to rent cloud GPUs or buy them: the total cost of ownership over the hardware's "
@@ -53,17 +54,17 @@ def build(path, inputs: dict | None = None) -> Book:
         book.glue(ws, f"E{r}", f'IF(INDEX(CatGpu_{attr},MATCH({gpu.coord},CatGpuNames,0))="","n/a",'
                   f'INDEX(CatGpu_{attr},MATCH({gpu.coord},CatGpuNames,0)))', ref_value, fmt=fmt,
                   label=f"Catalog {attr}")
-    hw = book.input(ws, 6, "Purchase price per GPU", "CO_HardwareCost", 12000, fmt=st.USD0, arg=e.HARDWARE_COST)
-    life = book.input(ws, 7, "Lifetime / period", "CO_Lifetime", 3, fmt="0.0", unit="years", arg=e.LIFETIME)
-    power = book.input(ws, 8, "Power per GPU", "CO_PowerW", 400, fmt="#,##0", unit="W", arg=e.POWER_W)
+    hw = book.input(ws, 6, "Purchase price per GPU", "CO_HardwareCost", 12000, fmt=st.USD0, arg=cm.HARDWARE_COST_USD)
+    life = book.input(ws, 7, "Lifetime / period", "CO_Lifetime", 3, fmt="0.0", unit="years", arg=cm.LIFETIME_YEARS)
+    power = book.input(ws, 8, "Power per GPU", "CO_PowerW", 400, fmt="#,##0", unit="W", arg=cm.POWER_W)
     pue = book.input(ws, 9, "PUE (facility overhead)", "CO_PUE", 1.0, fmt="0.00", unit="x", arg=e.PUE)
-    kwh = book.input(ws, 10, "Electricity price", "CO_Kwh", 0.12, fmt='"$"0.000', unit="$/kWh", arg=e.KWH)
+    kwh = book.input(ws, 10, "Electricity price", "CO_Kwh", 0.12, fmt='"$"0.000', unit="$/kWh", arg=cm.USD_PER_KWH)
     util = book.input(ws, 11, "Utilization", "CO_Utilization", 0.7, fmt=st.FRACTION, arg=e.UTIL_DEFAULT)
     rate = book.input(ws, 12, "Cost of capital", "CO_CostOfCapital", 0.0, fmt="0.0%", unit="per year", arg=e.RATE)
     resid = book.input(ws, 13, "Resale value at the end", "CO_Residual", 0, fmt=st.USD0, arg=e.RESIDUAL)
     opex = book.input(ws, 14, "Other running cost", "CO_Opex", 0, fmt=st.USD0, unit="$/year", arg=e.OPEX)
     cloud = book.input(ws, 15, "Cloud price per GPU-hour", "CO_CloudRate", 5.12, fmt=st.USD, unit="$/GPU-hour",
-                       arg=e.CLOUD_RATE)
+                       arg=cm.CLOUD_USD_PER_GPU_HOUR)
 
     book.section(ws, 17, "Results")
     ws["C16"] = "(catalog figures in column E)"

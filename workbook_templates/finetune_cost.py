@@ -32,7 +32,7 @@ ALT_INPUTS = {"FT_Model": "Llama 2 13B", "FT_Headroom": 8, "FT_Baseline": "A100 
 
 
 def build(path, inputs: dict | None = None) -> Book:
-    from udfs.worksheet.common import HOURLY_RATE
+    from udfs.worksheet.common import USD_PER_HOUR
     book = Book(KEY, TITLE,
                 "Compare what one fine-tuning job costs on different cloud instances: job cost = hourly rate x "
                 "hours, and the effective cost of one A100-equivalent hour = hourly rate / speed-up (the second "
@@ -71,7 +71,7 @@ def build(path, inputs: dict | None = None) -> Book:
             "name": book.input(ws, r, "", f"Option{i}_Name", name, text=True, col=1),
             "instance": book.input(ws, r, "", f"Option{i}_Instance", inst, text=True, col=2),
             "gpu": book.input(ws, r, "", f"Option{i}_GPU", gpu, choices="CatGpuNames", col=3),
-            "rate": book.input(ws, r, "", f"Option{i}_Rate", rate, fmt=st.USD, arg=HOURLY_RATE, col=4),
+            "rate": book.input(ws, r, "", f"Option{i}_Rate", rate, fmt=st.USD, arg=USD_PER_HOUR, col=4),
             "speed": book.input(ws, r, "", f"Option{i}_Speedup", speed, fmt=st.FACTOR, col=5,
                                 help="Speed relative to the baseline GPU (A100 = 1); > 0."),
             "hours": book.input(ws, r, "", f"Option{i}_Hours", hours, fmt=st.HOURS, col=6,
@@ -105,7 +105,7 @@ def build(path, inputs: dict | None = None) -> Book:
                         help="QLoRA/LoRA: fraction of parameters in the trainable adapter (0 to 1).")
         tm = book.input(ws, r, "", f"Method{j}_Time", rel, fmt=st.FACTOR, col=5,
                         help="Job time relative to the full fine-tune's hours on the same option.")
-        mem = book.calc(ws, f"F{r}", "GPU_MEMORY", {"params": params, "precision": p, "optimizer": oz,
+        mem = book.calc(ws, f"F{r}", "GPU_MEMORY", {"model_or_params": params, "precision": p, "optimizer": oz,
                                                      "adapter_fraction": fr},
                         fmt=st.GB, label=f"Memory, {mname}")
         for i, o in enumerate(opt):

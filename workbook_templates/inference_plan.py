@@ -67,8 +67,8 @@ def build(path, inputs: dict | None = None) -> Book:
         ("IP_ApiOut", "API price, output tokens", 15.0, st.USD, "$ per 1M", None),
     ]
     args_of = {"IP_RPM": None, "IP_Headroom": None, "IP_Efficiency": cm.EFFICIENCY, "IP_Batch": cm.BATCH,
-               "IP_CloudRate": e.CLOUD_RATE, "IP_HardwareCost": e.HARDWARE_COST, "IP_PowerW": e.POWER_W,
-               "IP_Kwh": e.KWH, "IP_Lifetime": e.LIFETIME, "IP_Utilization": e.UTIL_DEFAULT}
+               "IP_CloudRate": cm.CLOUD_USD_PER_GPU_HOUR, "IP_HardwareCost": cm.HARDWARE_COST_USD, "IP_PowerW": cm.POWER_W,
+               "IP_Kwh": cm.USD_PER_KWH, "IP_Lifetime": cm.LIFETIME_YEARS, "IP_Utilization": e.UTIL_DEFAULT}
     for r, (name, label, value, fmt, unit, choices) in enumerate(spec, start=5):
         I[name] = book.input(ws, r, label, name, value, fmt=fmt, unit=unit, choices=choices, arg=args_of.get(name),
                              allow_other=name == "IP_Model",
@@ -91,7 +91,7 @@ def build(path, inputs: dict | None = None) -> Book:
 
     params = book.params(ws, row("Parameters", "parameters"), I["IP_Model"])
     R["size"] = book.calc(ws, row("Model file size", "GB (10^9 bytes)"), "MODEL_SIZE_GB",
-                          {"params": params, "precision": I["IP_Precision"]}, fmt='0.0" GB"', label="Model size")
+                          {"model_or_params": params, "precision": I["IP_Precision"]}, fmt='0.0" GB"', label="Model size")
     R["tps"] = book.calc(ws, row("Decode speed per GPU", "tok/s"), "GPU_TOKENS_PER_SEC",
                          {"gpu_or_bandwidth": gpu, "model_size_gb": R["size"], "batch": I["IP_Batch"],
                           "efficiency": I["IP_Efficiency"]}, fmt=st.TOK_S, key=True, label="Tokens/s per GPU")
@@ -117,7 +117,7 @@ def build(path, inputs: dict | None = None) -> Book:
                            "tokens_per_sec_per_instance": product(R["tps"], I["IP_GPUsPerInstance"])},
                           fmt="#,##0", key=True, label="Instances needed")
     R["mem"] = book.calc(ws, row("Memory to serve (weights + KV allowance)", "GB"), "GPU_MEMORY",
-                         {"params": params, "precision": I["IP_Precision"], "optimizer": Lit("none")},
+                         {"model_or_params": params, "precision": I["IP_Precision"], "optimizer": Lit("none")},
                          fmt=st.GB, label="Memory to serve")
     R["copy"] = book.calc(ws, row("GPUs to hold one copy of the model", "GPUs"), "GPUS_NEEDED",
                           {"memory_gb": R["mem"], "gpu_or_capacity": gpu, "headroom_gb": I["IP_Headroom_GB"]},

@@ -75,7 +75,7 @@ def build(path, inputs: dict | None = None) -> Book:
         ws.cell(row=r, column=1, value=text)
     params = book.params(ws, "B17", model, label="Parameters")
     book.params(ws, "B18", model, active=True, label="Active parameters")
-    mem = book.calc(ws, "B19", "GPU_MEMORY", {"params": params, "precision": prec, "optimizer": optim},
+    mem = book.calc(ws, "B19", "GPU_MEMORY", {"model_or_params": params, "precision": prec, "optimizer": optim},
                     fmt=st.GB, key=True, label="Memory to train")
     book.glue(ws, "B20", f"B19/{count.coord}", lambda get: get(mem) / get(count), fmt=st.GB,
               label="Memory per GPU")

@@ -31,7 +31,8 @@ PRECISION = Arg("precision", "precision", f"Weight / tensor number format: {PREC
 KV_PRECISION = Arg("kv_precision", "precision", "KV-cache number format", default="bf16")
 MODEL_OR_PARAMS = Arg("model_or_params", "model_or_params", "Catalog model name (active parameters for MoE) or a "
                       "parameter count (7e9, \"7B\")", "parameters", min=0, min_open=True)
-PARAMS = Arg("params", "params", "Parameter count (7e9 or \"7B\") or a catalog model name", "parameters",
+PARAMS = Arg("model_or_params", "params", "Parameter count (7e9 or \"7B\") or a catalog model name (its total "
+             "parameters)", "parameters",
              min=0, min_open=True)
 GPU_OR_BANDWIDTH = Arg("gpu_or_bandwidth", "gpu_or_bandwidth", "GPU name (catalog bandwidth) or memory bandwidth",
                        "TB/s", min=0, min_open=True)

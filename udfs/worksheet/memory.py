@@ -17,17 +17,17 @@ ADAPTER = Arg("adapter_fraction", "number", "QLoRA: fraction of parameters in th
            [PARAMS, PRECISION, OPTIMIZER, ACT_MULT, ADAPTER, PART],
            examples=[((7e9,), 143.424), (("7B", "bf16", "adamw", 2, 0.01, "weights"), 13.039),
                      ((7e9, "fp16", "none"), 15.646), ((7e9, "int4", "qlora"), 10.822)],
-           formula='CHOOSE(MATCH({part},{"total","weights","gradients","optimizer","activations"},0),{params}*{precision.bytes_per_param}+IF({optimizer}="none",0,IF({optimizer}="qlora",{params}*{adapter_fraction}*4,{params}*4))+IF({optimizer}="none",0,IF({optimizer}="sgd",{params}*4,IF({optimizer}="qlora",INT({params}*{adapter_fraction})*4*3,{params}*4*3)))+{params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}),{params}*{precision.bytes_per_param},IF({optimizer}="none",0,IF({optimizer}="qlora",{params}*{adapter_fraction}*4,{params}*4)),IF({optimizer}="none",0,IF({optimizer}="sgd",{params}*4,IF({optimizer}="qlora",INT({params}*{adapter_fraction})*4*3,{params}*4*3))),{params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}))/1073741824')
-def gpu_memory(params, precision, optimizer, activation_multiplier, adapter_fraction, part):
-    est = lesson.model_memory_estimate(params, precision, optimizer, activation_multiplier, adapter_fraction)
+           formula='CHOOSE(MATCH({part},{"total","weights","gradients","optimizer","activations"},0),{model_or_params}*{precision.bytes_per_param}+IF({optimizer}="none",0,IF({optimizer}="qlora",{model_or_params}*{adapter_fraction}*4,{model_or_params}*4))+IF({optimizer}="none",0,IF({optimizer}="sgd",{model_or_params}*4,IF({optimizer}="qlora",INT({model_or_params}*{adapter_fraction})*4*3,{model_or_params}*4*3)))+{model_or_params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}),{model_or_params}*{precision.bytes_per_param},IF({optimizer}="none",0,IF({optimizer}="qlora",{model_or_params}*{adapter_fraction}*4,{model_or_params}*4)),IF({optimizer}="none",0,IF({optimizer}="sgd",{model_or_params}*4,IF({optimizer}="qlora",INT({model_or_params}*{adapter_fraction})*4*3,{model_or_params}*4*3))),{model_or_params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}))/1073741824')
+def gpu_memory(model_or_params, precision, optimizer, activation_multiplier, adapter_fraction, part):
+    est = lesson.model_memory_estimate(model_or_params, precision, optimizer, activation_multiplier, adapter_fraction)
     return est[part]
 
 
 @worksheet("GPU_MEMORY_TABLE", "The lesson's memory breakdown as a table: one row per part.",
            "GB of GPU memory (GiB)", "Memory", [PARAMS, PRECISION, OPTIMIZER, ACT_MULT, ADAPTER], returns="table",
            examples=[((7e9,), None)])
-def gpu_memory_table(params, precision, optimizer, activation_multiplier, adapter_fraction):
-    est = lesson.model_memory_estimate(params, precision, optimizer, activation_multiplier, adapter_fraction)
+def gpu_memory_table(model_or_params, precision, optimizer, activation_multiplier, adapter_fraction):
+    est = lesson.model_memory_estimate(model_or_params, precision, optimizer, activation_multiplier, adapter_fraction)
     return Table(["part", "GB"], [[part, est[part]] for part in lesson.MEMORY_PARTS[1:] + ("total",)])
 
 
@@ -46,9 +46,9 @@ def gpus_needed(memory_gb, gpu_or_capacity, headroom_gb):
 @worksheet("MODEL_SIZE_GB", "Size of a model's weights file: parameters x bytes per parameter.",
            "GB (10^9 bytes)", "Memory", [PARAMS, PRECISION],
            examples=[(("7B", "fp16"), 14.0), ((70e9, "int4"), 35.0)],
-           formula='{params}*{precision.bytes_per_param}/1E9')
-def model_size_gb(params, precision):
-    return params * precision.bytes_per_param / GB
+           formula='{model_or_params}*{precision.bytes_per_param}/1E9')
+def model_size_gb(model_or_params, precision):
+    return model_or_params * precision.bytes_per_param / GB
 
 
 @worksheet("KV_CACHE_GB", "KV cache of a model: 2 (K and V) x layers x KV heads x head size x bytes, per token "
