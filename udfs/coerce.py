@@ -57,9 +57,14 @@ def to_count(name: str, value) -> float:
     return to_number(name, value)
 
 
+def is_number_text(text: str) -> bool:
+    """True when text reads as a plain number ("3.35", "2,000")."""
+    return _float("", text) is not None
+
+
 def is_count(text: str) -> bool:
     """True when text is a number or a count with a suffix ("7B", "1.5T", "2,000")."""
-    return bool(_COUNT.match(text.replace(",", ""))) or _float("", text) is not None
+    return bool(_COUNT.match(text.replace(",", ""))) or is_number_text(text)
 
 
 def to_params(name: str, value) -> float:

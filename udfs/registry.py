@@ -147,7 +147,7 @@ def _in_range(arg: Arg, x: float) -> float:
 def _gpu_or_figure(arg: Arg, value, attribute: str | None, what: str = ""):
     """A GPU name or a bare figure: the figure as a number (range-checked), or for a name
     the catalog GPU's `attribute` (the Gpu row itself when `attribute` is None)."""
-    if isinstance(value, str) and coerce._float(arg.name, value) is None:
+    if isinstance(value, str) and not coerce.is_number_text(value):
         gpu = catalog.gpu(value)
         if attribute is None:
             return gpu
@@ -182,7 +182,8 @@ _COERCERS: dict[str, Callable[[Arg, Any], Any]] = {
     "gpu_or_capacity": lambda a, v: _gpu_or_figure(a, v, "memory_gb", "memory size"),
     "list": lambda a, v: v,
 }
-assert set(_COERCERS) == set(ARG_TYPES), "every argument type needs exactly one coercer"
+if set(_COERCERS) != set(ARG_TYPES):
+    raise RuntimeError("every argument type needs exactly one coercer")
 
 
 def _integer(arg: Arg, value) -> int:
