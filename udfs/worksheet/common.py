@@ -25,8 +25,8 @@ def required(arg: Arg, help: str | None = None) -> Arg:
 
 # --- catalog rows ------------------------------------------------------------------------
 MODEL = Arg("model", "model", "Catalog model name or Hugging Face id (its architecture is used), e.g. \"Llama 2 70B\"")
-GPU = Arg("gpu", "gpu", "GPU name from the catalog, e.g. \"H100\", \"RTX 4090\" (vendor words, case and spacing "
-          "are ignored)")
+GPU = Arg("gpu", "gpu", "GPU name from the catalog, e.g. \"H100\" (= H100 SXM 80GB), \"RTX 4090\" (vendor words, "
+          "case and spacing are ignored)")
 PRECISION = Arg("precision", "precision", f"Weight / tensor number format: {PRECISIONS_TEXT}", default="bf16")
 KV_PRECISION = Arg("kv_precision", "precision", "KV-cache number format", default="bf16")
 MODEL_OR_PARAMS = Arg("model_or_params", "model_or_params", "Catalog model name (active parameters for MoE) or a "
@@ -58,7 +58,7 @@ MODEL_SIZE_GB = Arg("model_size_gb", "number", "Bytes read per decode step: the 
                     min=0, min_open=True)
 
 # --- money and time ----------------------------------------------------------------------
-UTILIZATION = Arg("utilization", "number", "Fraction of the time the GPU does useful work (70% accepted)", "fraction",
+UTILIZATION = Arg("utilization", "number", "Fraction of the time the GPU does useful work", "fraction",
                   min=0, min_open=True, max=1)
 USD_PER_HOUR = Arg("usd_per_hour", "number", "Price per hour of what is rented: an instance or one GPU", "$/hour",
                    min=0)
