@@ -82,7 +82,7 @@ class Gpu:
     as_of: str
     note: str
 
-    def tensor_tflops(self, precision: "Precision | str") -> float | None:
+    def tensor_tflops(self, precision: Precision | str) -> float | None:
         """Dense tensor throughput for a number format, falling back to 16-bit where a
         format runs on the 16-bit units (int4/GGUF weights are dequantised)."""
         column = as_precision(precision).tensor_column
@@ -285,7 +285,7 @@ def precision_row(name: str) -> Precision:
         raise FlopsheetError(f"unknown precision {name!r}; valid: {valid}") from None
 
 
-def as_precision(value: "Precision | str") -> Precision:
+def as_precision(value: Precision | str) -> Precision:
     """The Precision row itself, or the row a name gives (engine entry points accept both;
     the registry has already turned worksheet arguments into rows)."""
     return value if isinstance(value, Precision) else precision_row(value)

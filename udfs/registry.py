@@ -6,7 +6,9 @@ the xlwings add-ins (classic, Lite, Server), the workbook templates and the repo
 all generated from `REGISTRY`; there is no second list of functions anywhere.
 
 `call(name, *args)` coerces raw cell values by the declared types, applies defaults to
-blanks, checks ranges, and runs the engine. `call_array` is the array form: any range
+blanks, checks ranges, and runs the engine. Each argument is parsed once, here, into what
+the engine works on: a catalog row (GPU, model, precision), a number, or for the
+`..._or_...` types a row or a number. `call_array` is the array form: any range
 argument (a 2-D list) gives a same-shaped result, with an Excel error string in a cell
 whose inputs are bad.
 """
