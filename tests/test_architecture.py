@@ -96,7 +96,7 @@ def test_more_context_more_serving_memory(model, precision, batch, context, extr
 @settings(max_examples=60, deadline=None)
 @given(MODELS, GPUS, PRECISIONS, st.integers(128, 32768), st.integers(1, 4))
 def test_fits_consistent_with_max_batch(model, gpu, precision, context, n_gpus):
-    best = udfs.call("MAX_BATCH", model, gpu, precision, context, n_gpus)
+    best = udfs.call("MAX_BATCH", model, gpu, context, precision, n_gpus)
     if best >= 1:
         assert udfs.call("FITS", model, gpu, precision, best, context, n_gpus) is True
     assert udfs.call("FITS", model, gpu, precision, best + 1, context, n_gpus) is False

@@ -10,7 +10,8 @@ import udfs
 from udfs.errors import EXCEL_ERRORS, FlopsheetError
 
 FUNCTIONS = list(udfs.functions().values())
-NUMERIC = ("number", "integer", "count", "params", "gpu_or_bandwidth", "gpu_or_capacity")
+NUMERIC = ("number", "integer", "count", "params", "model_or_params", "gpu_or_tflops", "gpu_or_bandwidth",
+           "gpu_or_capacity")
 
 
 def good_args(fn):
@@ -145,7 +146,7 @@ def test_headroom_larger_than_gpu():
 def test_huge_and_tiny_numbers_give_finite_answers_or_errors(value):
     for fn in FUNCTIONS:
         for i, arg in enumerate(fn.args):
-            if arg.type not in ("number", "count", "params"):
+            if arg.type not in ("number", "count", "params", "model_or_params"):
                 continue
             args = good_args(fn)
             args[i] = value

@@ -188,16 +188,15 @@ def test_user_text_stays_text(tmp_path):
 
 
 # ---------------------------------------------------------------- parity: registry formula vs engine
-RANGES = {"power_w": (0, 1500), "gpu_tdp_watts": (0, 1500), "pue": (1, 2), "usd_per_kwh": (0, 0.5),
-          "power_cost_per_kwh": (0, 0.5), "opex_per_year": (0, 3000), "hardware_cost": (500, 60000),
+RANGES = {"power_w": (0, 1500), "pue": (1, 2), "usd_per_kwh": (0, 0.5), "opex_usd_per_year": (0, 3000),
           "hardware_cost_usd": (500, 60000), "cloud_usd_per_gpu_hour": (0.3, 15), "usd_per_gpu_hour": (0.3, 15),
-          "lifetime_years": (1, 7), "years": (0.1, 7), "hourly_rate": (0.3, 120), "hours": (0, 500),
-          "owned_usd_per_hour": (0, 1), "tokens_per_sec": (1, 5000), "model_size_gb": (0.5, 800),
-          "tokens_per_month": (1e6, 1e11), "monthly_self_host_cost": (10, 1e6), "api_usd_per_1m_tokens": (0.05, 60),
-          "api_input_price": (0, 30), "api_output_price": (0, 90), "requests_per_minute": (1, 1e5),
-          "tokens_per_request": (1, 4000), "latency_s": (0.1, 60), "speedup": (0.1, 10),
-          "tokens_per_sec_needed": (1, 1e6), "tokens_per_sec_per_instance": (1, 1e4),
-          "activation_multiplier": (0, 4), "batch_size": (1, 256)}
+          "lifetime_years": (1, 7), "years": (0.1, 7), "usd_per_hour": (0.3, 120), "hours": (0, 500),
+          "owned_usd_per_gpu_hour": (0, 1), "tokens_per_sec": (1, 5000), "model_size_gb": (0.5, 800),
+          "tokens_per_month": (1e6, 1e11), "self_host_usd_per_month": (10, 1e6), "api_usd_per_1m_tokens": (0.05, 60),
+          "api_usd_per_1m_input_tokens": (0, 30), "api_usd_per_1m_output_tokens": (0, 90),
+          "requests_per_minute": (1, 1e5), "tokens_per_request": (1, 4000), "latency_s": (0.1, 60),
+          "speedup": (0.1, 10), "tokens_per_sec_needed": (1, 1e6), "tokens_per_sec_per_instance": (1, 1e4),
+          "activation_multiplier": (0, 4), "batch": (1, 256)}
 
 
 def _random_args(fn, rng):
@@ -208,7 +207,7 @@ def _random_args(fn, rng):
         if a.type in ("gpu", "gpu_or_bandwidth", "gpu_or_capacity"):
             values[a.name] = ("name", rng.choice(gpus).name) if a.type == "gpu" or rng.random() < 0.5 else \
                 ("num", round(rng.uniform(0.3, 8) if a.type == "gpu_or_bandwidth" else rng.uniform(16, 200), 3))
-        elif a.type == "params" or a.name == "model_or_params":
+        elif a.type in ("params", "model_or_params"):
             values[a.name] = ("name", rng.choice(udfs.catalog.models()).name) if rng.random() < 0.5 else \
                 ("num", float(rng.randint(1, 400)) * 1e9)
         elif a.type == "precision":
@@ -228,7 +227,7 @@ def _random_args(fn, rng):
                 v = round(rng.uniform(0, 10), 2)
             elif a.name in ("memory_gb",):
                 v = round(rng.uniform(1, 2000), 2)
-            elif a.name in ("residual_value",):
+            elif a.name in ("residual_value_usd",):
                 v = round(rng.uniform(0, 1000), 2)
             elif a.name in RANGES:
                 v = round(rng.uniform(*RANGES[a.name]), 4)

@@ -82,10 +82,10 @@ class Gpu:
     as_of: str
     note: str
 
-    def tensor_tflops(self, precision: str) -> float | None:
+    def tensor_tflops(self, precision: Precision | str) -> float | None:
         """Dense tensor throughput for a number format, falling back to 16-bit where a
         format runs on the 16-bit units (int4/GGUF weights are dequantised)."""
-        column = precision_row(precision).tensor_column
+        column = as_precision(precision).tensor_column
         value = getattr(self, column, None)
         if value is None and column in ("fp16_tflops", "bf16_tflops"):
             value = self.bf16_tflops if column == "fp16_tflops" else self.fp16_tflops
@@ -300,6 +300,12 @@ def precision_row(name: str) -> Precision:
     except KeyError:
         valid = ", ".join(p.name for p in precisions())
         raise FlopsheetError(f"unknown precision {name!r}; valid: {valid}") from None
+
+
+def as_precision(value: Precision | str) -> Precision:
+    """The Precision row itself, or the row a name gives (engine entry points accept both;
+    the registry has already turned worksheet arguments into rows)."""
+    return value if isinstance(value, Precision) else precision_row(value)
 
 
 def catalog_date() -> str:

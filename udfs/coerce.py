@@ -57,9 +57,19 @@ def to_count(name: str, value) -> float:
     return to_number(name, value)
 
 
+def is_number_text(text: str) -> bool:
+    """True when text reads as a plain number ("3.35", "2,000")."""
+    return _float("", text) is not None
+
+
+def is_count(text: str) -> bool:
+    """True when text is a number or a count with a suffix ("7B", "1.5T", "2,000")."""
+    return bool(_COUNT.match(text.replace(",", ""))) or is_number_text(text)
+
+
 def to_params(name: str, value) -> float:
     """A parameter count, or a catalog model name giving its total parameters."""
-    if isinstance(value, str) and not _COUNT.match(value.replace(",", "")) and _float(name, value) is None:
+    if isinstance(value, str) and not is_count(value):
         m = catalog.model(value)
         if not m.params:
             raise value_error(f"the catalog has no parameter count for {m.name}")

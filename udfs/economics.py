@@ -26,30 +26,30 @@ def capital_recovery_factor(rate: float, years: float) -> float:
     return rate * (1 + rate) ** years / math.expm1(years * math.log1p(rate))
 
 
-def annual_capital(hardware_cost: float, years: float, rate: float = 0.0, residual_value: float = 0.0) -> float:
+def annual_capital(hardware_cost_usd: float, years: float, rate: float = 0.0, residual_value_usd: float = 0.0) -> float:
     """Equal yearly payment that repays the purchase (less the residual's present value)."""
-    net = hardware_cost - residual_value / (1 + rate) ** years
+    net = hardware_cost_usd - residual_value_usd / (1 + rate) ** years
     return net * capital_recovery_factor(rate, years)
 
 
-def annual_running(power_w: float, pue: float, usd_per_kwh: float, opex_per_year: float) -> float:
-    return power_w / 1000 * HOURS_PER_YEAR * pue * usd_per_kwh + opex_per_year
+def annual_running(power_w: float, pue: float, usd_per_kwh: float, opex_usd_per_year: float) -> float:
+    return power_w / 1000 * HOURS_PER_YEAR * pue * usd_per_kwh + opex_usd_per_year
 
 
-def owned_cost_per_gpu_hour(hardware_cost: float, lifetime_years: float = 3, power_w: float = 400,
+def owned_cost_per_gpu_hour(hardware_cost_usd: float, lifetime_years: float = 3, power_w: float = 400,
                             pue: float = 1.0, usd_per_kwh: float = 0.12, utilization: float = 0.7,
-                            cost_of_capital: float = 0.0, residual_value: float = 0.0,
-                            opex_per_year: float = 0.0) -> float:
-    yearly = (annual_capital(hardware_cost, lifetime_years, cost_of_capital, residual_value)
-              + annual_running(power_w, pue, usd_per_kwh, opex_per_year))
+                            cost_of_capital: float = 0.0, residual_value_usd: float = 0.0,
+                            opex_usd_per_year: float = 0.0) -> float:
+    yearly = (annual_capital(hardware_cost_usd, lifetime_years, cost_of_capital, residual_value_usd)
+              + annual_running(power_w, pue, usd_per_kwh, opex_usd_per_year))
     return yearly / (HOURS_PER_YEAR * utilization)
 
 
-def tco(hardware_cost: float, years: float, power_w: float = 400, pue: float = 1.0, usd_per_kwh: float = 0.12,
-        cost_of_capital: float = 0.0, residual_value: float = 0.0, opex_per_year: float = 0.0) -> float:
+def tco(hardware_cost_usd: float, years: float, power_w: float = 400, pue: float = 1.0, usd_per_kwh: float = 0.12,
+        cost_of_capital: float = 0.0, residual_value_usd: float = 0.0, opex_usd_per_year: float = 0.0) -> float:
     """Total cost of owning one GPU over `years` (capital charge + power + opex)."""
-    return years * (annual_capital(hardware_cost, years, cost_of_capital, residual_value)
-                    + annual_running(power_w, pue, usd_per_kwh, opex_per_year))
+    return years * (annual_capital(hardware_cost_usd, years, cost_of_capital, residual_value_usd)
+                    + annual_running(power_w, pue, usd_per_kwh, opex_usd_per_year))
 
 
 def cloud_cost(usd_per_gpu_hour: float, years: float, utilization: float) -> float:
@@ -57,26 +57,26 @@ def cloud_cost(usd_per_gpu_hour: float, years: float, utilization: float) -> flo
     return usd_per_gpu_hour * HOURS_PER_YEAR * years * utilization
 
 
-def breakeven_utilization(hardware_cost: float, cloud_usd_per_gpu_hour: float, lifetime_years: float = 3,
+def breakeven_utilization(hardware_cost_usd: float, cloud_usd_per_gpu_hour: float, lifetime_years: float = 3,
                           power_w: float = 400, pue: float = 1.0, usd_per_kwh: float = 0.12,
-                          cost_of_capital: float = 0.0, residual_value: float = 0.0,
-                          opex_per_year: float = 0.0) -> float:
+                          cost_of_capital: float = 0.0, residual_value_usd: float = 0.0,
+                          opex_usd_per_year: float = 0.0) -> float:
     """Utilization above which owning is cheaper than renting the same hours. Above 1 means
     renting is cheaper even at 100% use."""
-    yearly = (annual_capital(hardware_cost, lifetime_years, cost_of_capital, residual_value)
-              + annual_running(power_w, pue, usd_per_kwh, opex_per_year))
+    yearly = (annual_capital(hardware_cost_usd, lifetime_years, cost_of_capital, residual_value_usd)
+              + annual_running(power_w, pue, usd_per_kwh, opex_usd_per_year))
     return yearly / (cloud_usd_per_gpu_hour * HOURS_PER_YEAR)
 
 
-def breakeven_months(hardware_cost: float, cloud_usd_per_gpu_hour: float, utilization: float,
+def breakeven_months(hardware_cost_usd: float, cloud_usd_per_gpu_hour: float, utilization: float,
                      power_w: float = 400, pue: float = 1.0, usd_per_kwh: float = 0.12,
-                     opex_per_year: float = 0.0) -> float:
+                     opex_usd_per_year: float = 0.0) -> float:
     """Simple payback: months until the rent saved covers the purchase."""
     saving = (cloud_usd_per_gpu_hour * HOURS_PER_MONTH * utilization
-              - annual_running(power_w, pue, usd_per_kwh, opex_per_year) / 12)
+              - annual_running(power_w, pue, usd_per_kwh, opex_usd_per_year) / 12)
     if saving <= 0:
         raise num_error("owning never pays back: the monthly rent saved does not exceed the monthly running cost")
-    return hardware_cost / saving
+    return hardware_cost_usd / saving
 
 
 def cost_per_1m_tokens(usd_per_hour: float, tokens_per_sec: float) -> float:
@@ -84,12 +84,12 @@ def cost_per_1m_tokens(usd_per_hour: float, tokens_per_sec: float) -> float:
     return usd_per_hour / (tokens_per_sec * 3600) * 1e6
 
 
-def api_monthly_cost(tokens_per_month: float, input_share: float, input_price: float, output_price: float) -> float:
-    return tokens_per_month * (input_share * input_price + (1 - input_share) * output_price) / 1e6
+def api_monthly_cost(tokens_per_month: float, input_share: float, usd_per_1m_input_tokens: float, usd_per_1m_output_tokens: float) -> float:
+    return tokens_per_month * (input_share * usd_per_1m_input_tokens + (1 - input_share) * usd_per_1m_output_tokens) / 1e6
 
 
-def api_breakeven_tokens(monthly_self_host_cost: float, api_usd_per_1m_tokens: float) -> float:
-    return monthly_self_host_cost / api_usd_per_1m_tokens * 1e6
+def api_breakeven_tokens(self_host_usd_per_month: float, api_usd_per_1m_tokens: float) -> float:
+    return self_host_usd_per_month / api_usd_per_1m_tokens * 1e6
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from .catalog import precision_row
+from .catalog import Precision, as_precision
 from .errors import num_error
 from .units import GB, GIB, SECONDS_PER_YEAR, TB
 
@@ -19,7 +19,7 @@ OPTIMIZERS = ("none", "sgd", "adam", "adamw", "qlora")
 MEMORY_PARTS = ("total", "weights", "gradients", "optimizer", "activations")
 
 
-def model_memory_estimate(n_params: float, precision: str = "bf16", optimizer: str = "adamw",
+def model_memory_estimate(n_params: float, precision: Precision | str = "bf16", optimizer: str = "adamw",
                           activation_multiplier: float = 2.0, adapter_fraction: float = 0.01) -> dict:
     """Memory to train or serve a model, in GB of GPU memory (2**30 bytes), by part.
 
@@ -27,7 +27,7 @@ def model_memory_estimate(n_params: float, precision: str = "bf16", optimizer: s
     Adam moments (12 bytes/param); QLoRA keeps gradients and optimizer states for the
     adapter fraction only. Activations are `activation_multiplier` x weight bytes
     (0.2 x for inference, the lesson's rough KV-cache allowance)."""
-    weights = n_params * precision_row(precision).bytes_per_param
+    weights = n_params * as_precision(precision).bytes_per_param
     if optimizer == "none":
         gradients = 0.0
     elif optimizer == "qlora":
@@ -60,27 +60,27 @@ def weight_load_seconds(bandwidth_tbs: float, model_size_gb: float, efficiency: 
     return model_size_gb * GB / (bandwidth_tbs * TB * efficiency)
 
 
-def tokens_per_sec(bandwidth_tbs: float, model_size_gb: float, batch_size: float = 1,
+def tokens_per_sec(bandwidth_tbs: float, model_size_gb: float, batch: float = 1,
                    efficiency: float = 0.7) -> float:
     """Bandwidth-bound decode: each step streams the whole model once and yields one token
     per sequence in the batch."""
-    return batch_size / weight_load_seconds(bandwidth_tbs, model_size_gb, efficiency)
+    return batch / weight_load_seconds(bandwidth_tbs, model_size_gb, efficiency)
 
 
-def token_latency_ms(bandwidth_tbs: float, model_size_gb: float, batch_size: float = 1,
+def token_latency_ms(bandwidth_tbs: float, model_size_gb: float, batch: float = 1,
                      efficiency: float = 0.7) -> float:
     """The lesson's per-token latency: one weight load divided by the batch, in ms."""
-    return weight_load_seconds(bandwidth_tbs, model_size_gb, efficiency) / batch_size * 1000
+    return weight_load_seconds(bandwidth_tbs, model_size_gb, efficiency) / batch * 1000
 
 
 def cost_per_1m_tokens(hardware_cost_usd: float, utilization: float, throughput_tokens_per_sec: float,
-                       hardware_lifetime_years: float = 3.0, power_cost_per_kwh: float = 0.12,
-                       gpu_tdp_watts: float = 400, num_gpus: int = 1) -> dict:
+                       lifetime_years: float = 3.0, usd_per_kwh: float = 0.12,
+                       power_w: float = 400, n_gpus: int = 1) -> dict:
     """Owned-hardware cost per million tokens: straight-line amortisation plus power at TDP,
     spread over the tokens produced at the given utilisation."""
-    lifetime_seconds = hardware_lifetime_years * SECONDS_PER_YEAR
+    lifetime_seconds = lifetime_years * SECONDS_PER_YEAR
     hardware_per_sec = hardware_cost_usd / lifetime_seconds
-    power_per_sec = gpu_tdp_watts * num_gpus / (1000 * 3600) * power_cost_per_kwh
+    power_per_sec = power_w * n_gpus / (1000 * 3600) * usd_per_kwh
     effective = throughput_tokens_per_sec * utilization
     return {
         "hardware": hardware_per_sec / effective * 1e6,
@@ -90,13 +90,13 @@ def cost_per_1m_tokens(hardware_cost_usd: float, utilization: float, throughput_
     }
 
 
-def effective_hourly_cost(hourly_rate: float, speedup: float) -> float:
+def effective_hourly_cost(usd_per_hour: float, speedup: float) -> float:
     """Second seed: price of one "A100-equivalent" hour = hourly rate / speed-up."""
-    return hourly_rate / speedup
+    return usd_per_hour / speedup
 
 
-def job_cost(hourly_rate: float, hours: float) -> float:
-    return hourly_rate * hours
+def job_cost(usd_per_hour: float, hours: float) -> float:
+    return usd_per_hour * hours
 
 
 def tokens_per_sec_needed(requests_per_minute: float, tokens_per_request: float,
@@ -125,9 +125,9 @@ def gpu_hours(years: float, utilization: float) -> float:
     return years * SECONDS_PER_YEAR / 3600 * utilization
 
 
-def breakeven_hours(hardware_cost: float, cloud_usd_per_hour: float, owned_usd_per_hour: float = 0.0) -> float:
+def breakeven_hours(hardware_cost_usd: float, cloud_usd_per_hour: float, owned_usd_per_hour: float = 0.0) -> float:
     """Hours of use after which renting has cost as much as buying (plus running) the GPU."""
     saving = cloud_usd_per_hour - owned_usd_per_hour
     if saving <= 0:
         raise num_error("renting is never dearer than owning at these rates: the cloud rate must exceed the owned running cost")
-    return hardware_cost / saving
+    return hardware_cost_usd / saving

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from . import calibration as cal
 from . import catalog, economics, serving, training
-from .catalog import Gpu, Model
+from .catalog import Gpu, Model, Precision, as_precision
 from .errors import FlopsheetError, num_error
 from .reasons import WINNER, Reason, Status
 
@@ -113,7 +113,7 @@ def gpus_per_copy(model: Model, gpu: Gpu, precision: str, batch: float) -> int |
     KV cache per sequence and overhead in the usable memory; None when even the most do not."""
     usable = serving.usable_gib(gpu)
     return next((n for n in TP_SIZES
-                 if serving.serving_memory_gib(model, precision, batch, SERVE_CONTEXT, "fp16", n)["total"] <= usable),
+                 if serving.serving_memory_gib(model, precision, batch, SERVE_CONTEXT, serving.KV_PRECISION, n)["total"] <= usable),
                 None)
 
 
@@ -121,7 +121,7 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
     peak = gpu.tensor_tflops(precision)
     option = Option(gpu.name, 0, False, None, None, None, "$", rate[1] if rate else "no price")
     if not peak:
-        return _fail(option, Status.NO_SPEC, precision=precision)
+        return _fail(option, Status.NO_SPEC, precision=precision.name)
     usable = serving.usable_gib(gpu)
     if workload in ("lora", "qlora"):
         mem = training.qlora_memory_gib(model, base_bits=16 if workload == "lora" else training.NF4_BITS)["total"]
@@ -186,10 +186,10 @@ def _serving_option(gpu, model, precision, batch, traffic, min_tps, rate, basis)
     return option
 
 
-def rank(workload: str, model_or_params, precision: str = "bf16", objective: str = "cost",
+def rank(workload: str, model_or_params: Model | float, precision: Precision | str = "bf16", objective: str = "cost",
          budget_usd: float | None = None, deadline_days: float | None = None, tokens_or_traffic: float | None = None,
          batch: float = 1, price_basis: str = "auto", min_tokens_per_sec: float = 0.0) -> list[Option]:
-    model = model_for(model_or_params)
+    model, precision = model_for(model_or_params), as_precision(precision)
     options = []
     for gpu in catalog.gpus():
         try:

@@ -6,7 +6,9 @@ the xlwings add-ins (classic, Lite, Server), the workbook templates and the repo
 all generated from `REGISTRY`; there is no second list of functions anywhere.
 
 `call(name, *args)` coerces raw cell values by the declared types, applies defaults to
-blanks, checks ranges, and runs the engine. `call_array` is the array form: any range
+blanks, checks ranges, and runs the engine. Each argument is parsed once, here, into what
+the engine works on: a catalog row (GPU, model, precision), a number, or for the
+`..._or_...` types a row or a number. `call_array` is the array form: any range
 argument (a 2-D list) gives a same-shaped result, with an Excel error string in a cell
 whose inputs are bad.
 """
@@ -22,12 +24,16 @@ from .errors import FlopsheetError, num_error, value_error
 
 REQUIRED = object()
 
+# The closed set of argument types: each has one coercer below (checked at import), and a
+# declaration naming any other type fails when its module is imported.
+ARG_TYPES = ("number", "integer", "count", "params", "text", "bool", "choice", "gpu", "model", "precision",
+             "model_or_params", "gpu_or_tflops", "gpu_or_bandwidth", "gpu_or_capacity", "list")
+
 
 @dataclass(frozen=True)
 class Arg:
     name: str
-    type: str                      # number, integer, count, params, text, bool, choice, gpu, model,
-                                   # gpu_or_bandwidth, gpu_or_capacity, gpu_or_tflops, list
+    type: str                      # one of ARG_TYPES
     help: str
     unit: str = ""
     default: Any = REQUIRED
@@ -36,6 +42,10 @@ class Arg:
     min_open: bool = False         # True: the minimum itself is not allowed (> rather than >=)
     max: float | None = None
     max_open: bool = False
+
+    def __post_init__(self):
+        if self.type not in ARG_TYPES:
+            raise ValueError(f"argument {self.name}: unknown type {self.type!r}; one of {', '.join(ARG_TYPES)}")
 
     @property
     def optional(self) -> bool:
@@ -136,14 +146,25 @@ def _in_range(arg: Arg, x: float) -> float:
     return x
 
 
-def _gpu_or_number(arg: Arg, value, attribute: str, what: str):
-    """A GPU name (its catalog figure) or the figure itself as a number."""
-    if isinstance(value, str) and coerce._float(arg.name, value) is None:
-        figure = getattr(catalog.gpu(value), attribute)
+def _gpu_or_figure(arg: Arg, value, attribute: str | None, what: str = ""):
+    """A GPU name or a bare figure: the figure as a number (range-checked), or for a name
+    the catalog GPU's `attribute` (the Gpu row itself when `attribute` is None)."""
+    if isinstance(value, str) and not coerce.is_number_text(value):
+        gpu = catalog.gpu(value)
+        if attribute is None:
+            return gpu
+        figure = getattr(gpu, attribute)
         if figure is None:
-            raise value_error(f"the catalog has no {what} for {catalog.gpu(value).name}")
+            raise value_error(f"the catalog has no {what} for {gpu.name}")
         return _in_range(arg, figure)
     return _in_range(arg, coerce.to_number(arg.name, value))
+
+
+def _model_or_params(arg: Arg, value):
+    """A catalog model (Model row) or a parameter count (float, "70B" accepted)."""
+    if isinstance(value, str) and not coerce.is_count(value):
+        return catalog.model(coerce.to_text(arg.name, value))
+    return _in_range(arg, coerce.to_count(arg.name, value))
 
 
 _COERCERS: dict[str, Callable[[Arg, Any], Any]] = {
@@ -156,11 +177,15 @@ _COERCERS: dict[str, Callable[[Arg, Any], Any]] = {
     "choice": lambda a, v: coerce.to_choice(a.name, v, a.choices),
     "gpu": lambda a, v: catalog.gpu(coerce.to_text(a.name, v)),
     "model": lambda a, v: catalog.model(coerce.to_text(a.name, v)),
-    "precision": lambda a, v: catalog.precision_row(coerce.to_text(a.name, v)).name,
-    "gpu_or_bandwidth": lambda a, v: _gpu_or_number(a, v, "bandwidth_tbs", "memory bandwidth"),
-    "gpu_or_capacity": lambda a, v: _gpu_or_number(a, v, "memory_gb", "memory size"),
+    "precision": lambda a, v: catalog.precision_row(coerce.to_text(a.name, v)),
+    "model_or_params": _model_or_params,
+    "gpu_or_tflops": lambda a, v: _gpu_or_figure(a, v, None),
+    "gpu_or_bandwidth": lambda a, v: _gpu_or_figure(a, v, "bandwidth_tbs", "memory bandwidth"),
+    "gpu_or_capacity": lambda a, v: _gpu_or_figure(a, v, "memory_gb", "memory size"),
     "list": lambda a, v: v,
 }
+if set(_COERCERS) != set(ARG_TYPES):
+    raise RuntimeError("every argument type needs exactly one coercer")
 
 
 def _integer(arg: Arg, value) -> int:

@@ -15,9 +15,11 @@ import math
 
 from . import calibration as cal
 from .arch import kv_bytes_per_token, kv_cache_bytes
-from .catalog import Gpu, Model, precision_row
+from .catalog import Gpu, Model, Precision, as_precision
 from .errors import num_error, value_error
 from .units import GIB, TERA, TB
+
+KV_PRECISION = "bf16"       # KV cache format where a function has no kv_precision argument (16-bit)
 
 
 def total_params(model: Model) -> float:
@@ -32,9 +34,9 @@ def embedding_params(model: Model) -> float:
     return (model.vocab or 0) * (model.hidden or 0)
 
 
-def weight_bytes(model: Model, precision: str) -> float:
+def weight_bytes(model: Model, precision: Precision | str) -> float:
     """Bytes of all weights in memory at the given format."""
-    return model.params * precision_row(precision).bytes_per_param
+    return model.params * as_precision(precision).bytes_per_param
 
 
 def streamed_params(model: Model, batch: float) -> float:
@@ -52,34 +54,32 @@ def streamed_params(model: Model, batch: float) -> float:
     return params
 
 
-def _is_quantized(precision: str) -> bool:
-    p = precision_row(precision)
-    return p.kind in ("gguf",) or (p.kind == "int" and p.bits_per_param < 8)
+def _is_quantized(precision: Precision) -> bool:
+    return precision.kind in ("gguf",) or (precision.kind == "int" and precision.bits_per_param < 8)
 
 
-def bandwidth_fraction(gpu: Gpu, precision: str) -> float:
+def bandwidth_fraction(gpu: Gpu, precision: Precision) -> float:
     kind = "HBM" if "HBM" in gpu.memory_type.upper() else "GDDR"
     fraction = cal.DECODE_BANDWIDTH_FRACTION[kind]
     return fraction * (cal.QUANTIZED_DECODE_PENALTY if _is_quantized(precision) else 1.0)
 
 
-def _peak_flops(gpu: Gpu, precision: str) -> float:
+def _peak_flops(gpu: Gpu, precision: Precision) -> float:
     tflops = gpu.tensor_tflops(precision) or gpu.bf16_tflops or gpu.fp16_tflops or gpu.fp32_tflops
     if not tflops:
         raise value_error(f"the catalog has no tensor throughput for {gpu.name}")
     return tflops * TERA
 
 
-def _compute_fraction(precision: str, table: dict[int, float]) -> float:
+def _compute_fraction(precision: Precision, table: dict[int, float]) -> float:
     """Achievable share of the peak of the tensor-core format the matrix products run in.
     Weight-only formats (int4/GPTQ/AWQ, nf4, llama.cpp GGUF) are dequantised and multiplied
     in 16-bit, so they reach the 16-bit share; fp8/int8 and fp4 run on 8- and 4-bit tensor
     cores, whose higher peaks are harder to approach."""
-    row = precision_row(precision)
-    column = row.tensor_column or ""
+    column = precision.tensor_column or ""
     if column.startswith(("fp16", "bf16", "fp32", "tf32")):
         return table[16]
-    bits = row.bits_per_param
+    bits = precision.bits_per_param
     return table[16] if bits >= 16 else (table[8] if bits >= 8 else table[4])
 
 
@@ -97,12 +97,13 @@ def _overhead_s(model: Model, gpu: Gpu, n_gpus: int, tokens: float = 1) -> float
     return model.layers * per_layer
 
 
-def decode_step_seconds(model: Model, gpu: Gpu, precision: str = "fp16", batch: float = 1,
-                        context: float = 1024, n_gpus: int = 1, kv_precision: str = "fp16") -> float:
+def decode_step_seconds(model: Model, gpu: Gpu, precision: Precision | str = "bf16", batch: float = 1,
+                        context: float = 1024, n_gpus: int = 1, kv_precision: Precision | str = KV_PRECISION) -> float:
     """Seconds for one decode step producing one token for each of `batch` sequences."""
     _require_arch(model)
+    precision = as_precision(precision)
     held = min(context, model.sliding_window) if model.sliding_window else context
-    bytes_read = (streamed_params(model, batch) * precision_row(precision).bytes_per_param
+    bytes_read = (streamed_params(model, batch) * precision.bytes_per_param
                   + batch * held * kv_bytes_per_token(model, kv_precision))
     memory = bytes_read / n_gpus / (gpu.bandwidth_tbs * TB * bandwidth_fraction(gpu, precision))
     compute = 2 * active_params(model) * batch / n_gpus / (
@@ -112,17 +113,19 @@ def decode_step_seconds(model: Model, gpu: Gpu, precision: str = "fp16", batch: 
     return max(memory, compute) + _overhead_s(model, gpu, n_gpus, batch)
 
 
-def decode_tokens_per_sec(model, gpu, precision="fp16", batch=1, context=1024, n_gpus=1, kv_precision="fp16") -> float:
+def decode_tokens_per_sec(model, gpu, precision="bf16", batch=1, context=1024, n_gpus=1,
+                          kv_precision=KV_PRECISION) -> float:
     """Generated tokens per second, summed over the batch (and the GPUs serving one copy)."""
     return batch / decode_step_seconds(model, gpu, precision, batch, context, n_gpus, kv_precision)
 
 
-def prefill_seconds(model: Model, gpu: Gpu, precision: str = "fp16", prompt_tokens: float = 1024,
+def prefill_seconds(model: Model, gpu: Gpu, precision: Precision | str = "bf16", prompt_tokens: float = 1024,
                     batch: float = 1, n_gpus: int = 1) -> float:
     """Time to process prompts: 2 x active params FLOPs per token plus causal attention
     (2 x layers x tokens^2 x heads x head_dim), at the achievable fraction of peak; never
     faster than reading the weights once."""
     _require_arch(model)
+    precision = as_precision(precision)
     head_dim = model.head_dim or model.hidden // model.heads
     tokens = prompt_tokens * batch
     flops = 2 * active_params(model) * tokens + 2 * model.layers * model.heads * head_dim * prompt_tokens ** 2 * batch
@@ -131,8 +134,8 @@ def prefill_seconds(model: Model, gpu: Gpu, precision: str = "fp16", prompt_toke
     return max(compute, memory) + _overhead_s(model, gpu, n_gpus, tokens)
 
 
-def serving_memory_gib(model: Model, precision: str, batch: float = 1, context: float = 4096,
-                       kv_precision: str = "fp16", n_gpus: int = 1) -> dict[str, float]:
+def serving_memory_gib(model: Model, precision: Precision | str, batch: float = 1, context: float = 4096,
+                       kv_precision: Precision | str = KV_PRECISION, n_gpus: int = 1) -> dict[str, float]:
     """Per-GPU memory in GiB: weights and KV cache split over n GPUs, plus runtime overhead."""
     weights = weight_bytes(model, precision) / n_gpus / GIB
     kv = kv_cache_bytes(model, context, batch, kv_precision) / n_gpus / GIB
@@ -144,14 +147,16 @@ def usable_gib(gpu: Gpu, fraction: float = cal.USABLE_MEMORY_FRACTION) -> float:
     return gpu.memory_gb * fraction
 
 
-def max_batch(model, gpu, precision, context, n_gpus=1, kv_precision="fp16", fraction=cal.USABLE_MEMORY_FRACTION) -> int:
+def max_batch(model, gpu, precision, context, n_gpus=1, kv_precision=KV_PRECISION,
+              fraction=cal.USABLE_MEMORY_FRACTION) -> int:
     """Sequences of `context` tokens whose KV cache fits beside the weights (0 if none)."""
     free = _free_for_kv(model, gpu, precision, n_gpus, fraction)
     per_sequence = kv_cache_bytes(model, context, 1, kv_precision) / n_gpus / GIB
     return max(0, math.floor(free / per_sequence))
 
 
-def max_context(model, gpu, precision, batch=1, n_gpus=1, kv_precision="fp16", fraction=cal.USABLE_MEMORY_FRACTION) -> int:
+def max_context(model, gpu, precision, batch=1, n_gpus=1, kv_precision=KV_PRECISION,
+                fraction=cal.USABLE_MEMORY_FRACTION) -> int:
     """Tokens per sequence that fit for `batch` sequences, capped at the model's context length
     (a sliding-window model holds at most its window, so it is then limited only by that cap)."""
     free = _free_for_kv(model, gpu, precision, n_gpus, fraction)

@@ -5,7 +5,7 @@ Transformer Models"), QLoRA memory, and compute (6·N·D) to GPU-hours, days and
 from __future__ import annotations
 
 from . import calibration as cal
-from .catalog import Gpu, Model, precision_row
+from .catalog import Gpu, Model, Precision, as_precision
 from .errors import value_error
 from .units import GIB, TERA
 
@@ -17,8 +17,8 @@ RECOMPUTE = ("none", "selective", "full")
 NF4_BITS = 4.127                    # QLoRA paper: NF4 + double quantisation
 
 
-def model_state_bytes(params: float, precision: str, optimizer: str) -> dict[str, float]:
-    weight = precision_row(precision).bytes_per_param
+def model_state_bytes(params: float, precision: Precision | str, optimizer: str) -> dict[str, float]:
+    weight = as_precision(precision).bytes_per_param
     if weight >= 4:                 # pure FP32 training needs no extra master copy
         return {"weights": params * 4, "gradients": params * 4,
                 "optimizer": params * max(0, OPTIMIZER_BYTES[optimizer] - 4)}
@@ -50,7 +50,7 @@ def logits_bytes(model: Model, micro_batch: float, seq_len: float) -> float:
     return seq_len * micro_batch * (model.vocab or 0) * 6
 
 
-def training_memory_gib(model: Model, precision: str = "bf16", optimizer: str = "adamw", micro_batch: float = 1,
+def training_memory_gib(model: Model, precision: Precision | str = "bf16", optimizer: str = "adamw", micro_batch: float = 1,
                         seq_len: float = 2048, zero_stage: int = 0, n_gpus: int = 1, recompute: str = "none",
                         flash_attention: bool = True) -> dict[str, float]:
     """Per-GPU memory in GiB for full training with ZeRO data parallelism over n GPUs:
@@ -58,12 +58,13 @@ def training_memory_gib(model: Model, precision: str = "bf16", optimizer: str = 
     layer gathered whole)."""
     if not model.layers or not model.hidden:
         raise value_error(f"the catalog has no architecture for {model.name}")
+    precision = as_precision(precision)
     states = model_state_bytes(model.params, precision, optimizer)
     shard = {k: (n_gpus if zero_stage >= level else 1) for k, level in
              (("optimizer", 1), ("gradients", 2), ("weights", 3))}
     parts = {k: states[k] / shard[k] for k in states}
     if zero_stage >= 3 and n_gpus > 1:
-        parts["weights"] += model.params / model.layers * precision_row(precision).bytes_per_param
+        parts["weights"] += model.params / model.layers * precision.bytes_per_param
     parts["activations"] = (model.layers * activation_bytes_per_layer(model, micro_batch, seq_len, recompute,
                                                                      flash_attention)
                             + logits_bytes(model, micro_batch, seq_len))
@@ -119,8 +120,9 @@ def training_flops(params: float, tokens: float, full_recompute: bool = False) -
 
 
 def training_gpu_hours(params: float, tokens: float, gpu: Gpu, mfu: float = cal.DEFAULT_MFU,
-                       precision: str = "bf16") -> float:
+                       precision: Precision | str = "bf16") -> float:
+    precision = as_precision(precision)
     peak = gpu.tensor_tflops(precision)
     if not peak:
-        raise value_error(f"the catalog has no dense {precision} throughput for {gpu.name}")
+        raise value_error(f"the catalog has no dense {precision.name} throughput for {gpu.name}")
     return training_flops(params, tokens) / (peak * TERA * mfu) / 3600

@@ -20,6 +20,7 @@ ALT_INPUTS = {"CO_HardwareCost": 30000, "CO_Lifetime": 4, "CO_PowerW": 700, "CO_
 
 
 def build(path, inputs: dict | None = None) -> Book:
+    from udfs.worksheet import common as cm
     from udfs.worksheet import economics as e
     book = Book(KEY, TITLE,
                 "Decide whether to rent cloud GPUs or buy them: the total cost of ownership over the hardware's "
@@ -53,23 +54,23 @@ def build(path, inputs: dict | None = None) -> Book:
         book.glue(ws, f"E{r}", f'IF(INDEX(CatGpu_{attr},MATCH({gpu.coord},CatGpuNames,0))="","n/a",'
                   f'INDEX(CatGpu_{attr},MATCH({gpu.coord},CatGpuNames,0)))', ref_value, fmt=fmt,
                   label=f"Catalog {attr}")
-    hw = book.input(ws, 6, "Purchase price per GPU", "CO_HardwareCost", 12000, fmt=st.USD0, arg=e.HARDWARE_COST)
-    life = book.input(ws, 7, "Lifetime / period", "CO_Lifetime", 3, fmt="0.0", unit="years", arg=e.LIFETIME)
-    power = book.input(ws, 8, "Power per GPU", "CO_PowerW", 400, fmt="#,##0", unit="W", arg=e.POWER_W)
+    hw = book.input(ws, 6, "Purchase price per GPU", "CO_HardwareCost", 12000, fmt=st.USD0, arg=cm.HARDWARE_COST_USD)
+    life = book.input(ws, 7, "Lifetime / period", "CO_Lifetime", 3, fmt="0.0", unit="years", arg=cm.LIFETIME_YEARS)
+    power = book.input(ws, 8, "Power per GPU", "CO_PowerW", 400, fmt="#,##0", unit="W", arg=cm.POWER_W)
     pue = book.input(ws, 9, "PUE (facility overhead)", "CO_PUE", 1.0, fmt="0.00", unit="x", arg=e.PUE)
-    kwh = book.input(ws, 10, "Electricity price", "CO_Kwh", 0.12, fmt='"$"0.000', unit="$/kWh", arg=e.KWH)
+    kwh = book.input(ws, 10, "Electricity price", "CO_Kwh", 0.12, fmt='"$"0.000', unit="$/kWh", arg=cm.USD_PER_KWH)
     util = book.input(ws, 11, "Utilization", "CO_Utilization", 0.7, fmt=st.FRACTION, arg=e.UTIL_DEFAULT)
     rate = book.input(ws, 12, "Cost of capital", "CO_CostOfCapital", 0.0, fmt="0.0%", unit="per year", arg=e.RATE)
     resid = book.input(ws, 13, "Resale value at the end", "CO_Residual", 0, fmt=st.USD0, arg=e.RESIDUAL)
     opex = book.input(ws, 14, "Other running cost", "CO_Opex", 0, fmt=st.USD0, unit="$/year", arg=e.OPEX)
     cloud = book.input(ws, 15, "Cloud price per GPU-hour", "CO_CloudRate", 5.12, fmt=st.USD, unit="$/GPU-hour",
-                       arg=e.CLOUD_RATE)
+                       arg=cm.CLOUD_USD_PER_GPU_HOUR)
 
     book.section(ws, 17, "Results")
     ws["C16"] = "(catalog figures in column E)"
     ws["C16"].font = st.NOTE_FONT
-    owned_args = {"hardware_cost": hw, "power_w": power, "pue": pue, "usd_per_kwh": kwh,
-                  "cost_of_capital": rate, "residual_value": resid, "opex_per_year": opex}
+    owned_args = {"hardware_cost_usd": hw, "power_w": power, "pue": pue, "usd_per_kwh": kwh,
+                  "cost_of_capital": rate, "residual_value_usd": resid, "opex_usd_per_year": opex}
     rows = [
         (18, "GPU-hours used over the period", "GPU_HOURS", {"years": life, "utilization": util}, "#,##0", False),
         (19, "Cloud cost over the period", "CLOUD_COST", {"usd_per_gpu_hour": cloud, "years": life,
@@ -80,10 +81,10 @@ def build(path, inputs: dict | None = None) -> Book:
         (23, "Break-even utilization (own if above)", "BREAKEVEN_UTILIZATION",
          {**owned_args, "cloud_usd_per_gpu_hour": cloud, "lifetime_years": life}, "0.0%", True),
         (24, "Break-even months (simple payback)", "BREAKEVEN_MONTHS",
-         {k: v for k, v in owned_args.items() if k not in ("cost_of_capital", "residual_value")}
+         {k: v for k, v in owned_args.items() if k not in ("cost_of_capital", "residual_value_usd")}
          | {"cloud_usd_per_gpu_hour": cloud, "utilization": util}, "#,##0.0", True),
         (25, "Break-even GPU-hours (purchase price only)", "BREAKEVEN_HOURS",
-         {"hardware_cost": hw, "cloud_usd_per_gpu_hour": cloud}, "#,##0", False),
+         {"hardware_cost_usd": hw, "cloud_usd_per_gpu_hour": cloud}, "#,##0", False),
     ]
     out = {}
     for r, label, fn, args, fmt, key in rows:

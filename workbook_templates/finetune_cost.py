@@ -32,7 +32,7 @@ ALT_INPUTS = {"FT_Model": "Llama 2 13B", "FT_Headroom": 8, "FT_Baseline": "A100 
 
 
 def build(path, inputs: dict | None = None) -> Book:
-    from udfs.worksheet.common import HOURLY_RATE
+    from udfs.worksheet.common import USD_PER_HOUR
     book = Book(KEY, TITLE,
                 "Compare what one fine-tuning job costs on different cloud instances: job cost = hourly rate x "
                 "hours, and the effective cost of one A100-equivalent hour = hourly rate / speed-up (the second "
@@ -71,7 +71,7 @@ def build(path, inputs: dict | None = None) -> Book:
             "name": book.input(ws, r, "", f"Option{i}_Name", name, text=True, col=1),
             "instance": book.input(ws, r, "", f"Option{i}_Instance", inst, text=True, col=2),
             "gpu": book.input(ws, r, "", f"Option{i}_GPU", gpu, choices="CatGpuNames", col=3),
-            "rate": book.input(ws, r, "", f"Option{i}_Rate", rate, fmt=st.USD, arg=HOURLY_RATE, col=4),
+            "rate": book.input(ws, r, "", f"Option{i}_Rate", rate, fmt=st.USD, arg=USD_PER_HOUR, col=4),
             "speed": book.input(ws, r, "", f"Option{i}_Speedup", speed, fmt=st.FACTOR, col=5,
                                 help="Speed relative to the baseline GPU (A100 = 1); > 0."),
             "hours": book.input(ws, r, "", f"Option{i}_Hours", hours, fmt=st.HOURS, col=6,
@@ -80,9 +80,9 @@ def build(path, inputs: dict | None = None) -> Book:
                                help="GPUs in one instance (for the memory fit below)."),
         }
         label = f"option {i}"
-        o["cost"] = book.calc(ws, f"H{r}", "JOB_COST", {"hourly_rate": o["rate"], "hours": o["hours"]},
+        o["cost"] = book.calc(ws, f"H{r}", "JOB_COST", {"usd_per_hour": o["rate"], "hours": o["hours"]},
                               fmt=st.USD, key=True, label=f"Job cost, {label}")
-        o["eff"] = book.calc(ws, f"I{r}", "EFFECTIVE_HOURLY_COST", {"hourly_rate": o["rate"], "speedup": o["speed"]},
+        o["eff"] = book.calc(ws, f"I{r}", "EFFECTIVE_HOURLY_COST", {"usd_per_hour": o["rate"], "speedup": o["speed"]},
                              fmt=st.USD, key=True, label=f"Effective $/A100-eq hour, {label}")
         book.calc(ws, f"J{r}", "SPEEDUP", {"gpu": o["gpu"], "baseline_gpu": baseline, "workload": Lit("training")},
                   fmt=st.FACTOR, label=f"Catalog speed-up, {label}",
@@ -105,7 +105,7 @@ def build(path, inputs: dict | None = None) -> Book:
                         help="QLoRA/LoRA: fraction of parameters in the trainable adapter (0 to 1).")
         tm = book.input(ws, r, "", f"Method{j}_Time", rel, fmt=st.FACTOR, col=5,
                         help="Job time relative to the full fine-tune's hours on the same option.")
-        mem = book.calc(ws, f"F{r}", "GPU_MEMORY", {"params": params, "precision": p, "optimizer": oz,
+        mem = book.calc(ws, f"F{r}", "GPU_MEMORY", {"model_or_params": params, "precision": p, "optimizer": oz,
                                                      "adapter_fraction": fr},
                         fmt=st.GB, label=f"Memory, {mname}")
         for i, o in enumerate(opt):
@@ -115,7 +115,7 @@ def build(path, inputs: dict | None = None) -> Book:
             book.glue(ws, f"{L(10 + i)}{r}", f'IF({need.coord}<={o["gpus"].ref(ws.title)},"Yes","No")',
                       lambda get, need=need, o=o: "Yes" if get(need) <= get(o["gpus"]) else "No",
                       label=f"Fits, {mname}, option {i + 1}")
-            book.calc(ws, f"{L(13 + i)}{r}", "JOB_COST", {"hourly_rate": o["rate"], "hours": product(o["hours"], tm)},
+            book.calc(ws, f"{L(13 + i)}{r}", "JOB_COST", {"usd_per_hour": o["rate"], "hours": product(o["hours"], tm)},
                       fmt=st.USD, label=f"Job cost, {mname}, option {i + 1}")
     st.set_widths(ws, {"A": 30, "B": 16, "C": 18, "D": 13, "E": 13, "F": 13, "G": 13, "H": 13, "I": 16, "J": 16,
                        "K": 12, "L": 12, "M": 12, "N": 12, "O": 12})

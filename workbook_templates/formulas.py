@@ -29,7 +29,7 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*)(?:\(([A-Za-z_]\w*
 GPU_NAMES, MODEL_NAMES, PRECISION_NAMES = "CatGpuNames", "CatModelNames", "CatPrecisionNames"
 GPU_TENSOR, TENSOR_PRECISIONS = "CatGpuTensor", "CatTensorPrecisions"
 IMPLIED_COLUMN = {"gpu_or_bandwidth": "bandwidth_tbs", "gpu_or_capacity": "memory_gb", "params": "params",
-                  "model_or_params": "active_params"}
+                  "model_or_params": "active_params"}      # by argument type
 
 
 def gpu_range(column: str) -> str:
@@ -74,7 +74,7 @@ def literal(value) -> str:
 def _table_of(arg: Arg) -> str:
     if arg.type in ("gpu", "gpu_or_bandwidth", "gpu_or_capacity"):
         return "gpu"
-    if arg.type in ("model", "params") or arg.name == "model_or_params":
+    if arg.type in ("model", "params", "model_or_params"):
         return "model"
     if arg.type == "precision":
         return "precision"
@@ -134,8 +134,8 @@ def render(function: str | Function, **refs) -> str:
             p = text_of(ref_of(inner))
             return (f"INDEX({GPU_TENSOR},MATCH({text_of(given)},{GPU_NAMES},0),"
                     f"MATCH({p},{TENSOR_PRECISIONS},0))")
-        if column is None and arg.type in IMPLIED_COLUMN or (column is None and name in IMPLIED_COLUMN):
-            column = IMPLIED_COLUMN.get(arg.type) or IMPLIED_COLUMN[name]
+        if column is None and arg.type in IMPLIED_COLUMN:
+            column = IMPLIED_COLUMN[arg.type]
             if isinstance(given, Num) or (isinstance(given, Lit) and not isinstance(given.value, str)):
                 return text_of(given)
             look = _lookup(_table_of(arg), column, text_of(given))

@@ -51,11 +51,11 @@ def build(path, inputs: dict | None = None) -> Book:
     ws["D4"], ws["D5"], ws["D6"] = "Memory to serve A", "Memory to serve B", "7B FP16 model size"
     pa = book.params(ws, "F4", ma, label="Parameters A")
     pb = book.params(ws, "F5", mb, label="Parameters B")
-    mem_a = book.calc(ws, "E4", "GPU_MEMORY", {"params": pa, "precision": prec, "optimizer": Lit("none")},
+    mem_a = book.calc(ws, "E4", "GPU_MEMORY", {"model_or_params": pa, "precision": prec, "optimizer": Lit("none")},
                       fmt=st.GB, label="Memory to serve model A")
-    mem_b = book.calc(ws, "E5", "GPU_MEMORY", {"params": pb, "precision": prec, "optimizer": Lit("none")},
+    mem_b = book.calc(ws, "E5", "GPU_MEMORY", {"model_or_params": pb, "precision": prec, "optimizer": Lit("none")},
                       fmt=st.GB, label="Memory to serve model B")
-    size7 = book.calc(ws, "E6", "MODEL_SIZE_GB", {"params": Lit(7e9), "precision": Lit("fp16")}, fmt='0.0" GB"',
+    size7 = book.calc(ws, "E6", "MODEL_SIZE_GB", {"model_or_params": Lit(7e9), "precision": Lit("fp16")}, fmt='0.0" GB"',
                       label="7B FP16 model size")
     ws["G4"], ws["G5"] = "parameters", "parameters"
     ws["F4"].number_format = ws["F5"].number_format = st.SCI
@@ -94,7 +94,7 @@ def build(path, inputs: dict | None = None) -> Book:
         per_k("G", "bandwidth_tbs", scale=1000.0, label="bandwidth per $1k")
         per_k("H", "bf16_tflops", label="TFLOPS per $1k")
         book.calc(ws, f"I{r}", "GPU_TOKENS_PER_SEC", {"gpu_or_bandwidth": name, "model_size_gb": size7,
-                                                      "batch_size": batch, "efficiency": eff},
+                                                      "batch": batch, "efficiency": eff},
                   fmt=st.TOK_S, label=f"7B tokens/s on {g.name}", addin=i < 3)
         book.calc(ws, f"J{r}", "GPUS_NEEDED", {"memory_gb": mem_a, "gpu_or_capacity": name, "headroom_gb": head},
                   fmt="#,##0", label=f"GPUs for A on {g.name}", addin=i < 3,

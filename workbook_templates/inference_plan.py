@@ -67,8 +67,8 @@ def build(path, inputs: dict | None = None) -> Book:
         ("IP_ApiOut", "API price, output tokens", 15.0, st.USD, "$ per 1M", None),
     ]
     args_of = {"IP_RPM": None, "IP_Headroom": None, "IP_Efficiency": cm.EFFICIENCY, "IP_Batch": cm.BATCH,
-               "IP_CloudRate": e.CLOUD_RATE, "IP_HardwareCost": e.HARDWARE_COST, "IP_PowerW": e.POWER_W,
-               "IP_Kwh": e.KWH, "IP_Lifetime": e.LIFETIME, "IP_Utilization": e.UTIL_DEFAULT}
+               "IP_CloudRate": cm.CLOUD_USD_PER_GPU_HOUR, "IP_HardwareCost": cm.HARDWARE_COST_USD, "IP_PowerW": cm.POWER_W,
+               "IP_Kwh": cm.USD_PER_KWH, "IP_Lifetime": cm.LIFETIME_YEARS, "IP_Utilization": e.UTIL_DEFAULT}
     for r, (name, label, value, fmt, unit, choices) in enumerate(spec, start=5):
         I[name] = book.input(ws, r, label, name, value, fmt=fmt, unit=unit, choices=choices, arg=args_of.get(name),
                              allow_other=name == "IP_Model",
@@ -91,12 +91,12 @@ def build(path, inputs: dict | None = None) -> Book:
 
     params = book.params(ws, row("Parameters", "parameters"), I["IP_Model"])
     R["size"] = book.calc(ws, row("Model file size", "GB (10^9 bytes)"), "MODEL_SIZE_GB",
-                          {"params": params, "precision": I["IP_Precision"]}, fmt='0.0" GB"', label="Model size")
+                          {"model_or_params": params, "precision": I["IP_Precision"]}, fmt='0.0" GB"', label="Model size")
     R["tps"] = book.calc(ws, row("Decode speed per GPU", "tok/s"), "GPU_TOKENS_PER_SEC",
-                         {"gpu_or_bandwidth": gpu, "model_size_gb": R["size"], "batch_size": I["IP_Batch"],
+                         {"gpu_or_bandwidth": gpu, "model_size_gb": R["size"], "batch": I["IP_Batch"],
                           "efficiency": I["IP_Efficiency"]}, fmt=st.TOK_S, key=True, label="Tokens/s per GPU")
     R["lat"] = book.calc(ws, row("Latency per token", "ms/token"), "TOKEN_LATENCY_MS",
-                         {"gpu_or_bandwidth": gpu, "model_size_gb": R["size"], "batch_size": I["IP_Batch"],
+                         {"gpu_or_bandwidth": gpu, "model_size_gb": R["size"], "batch": I["IP_Batch"],
                           "efficiency": I["IP_Efficiency"]}, fmt=st.MS, label="Token latency")
     R["need"] = book.calc(ws, row("Throughput needed (with headroom)", "tok/s"), "TOKENS_PER_SEC_NEEDED",
                           {"requests_per_minute": I["IP_RPM"], "tokens_per_request": I["IP_OutTokens"],
@@ -117,7 +117,7 @@ def build(path, inputs: dict | None = None) -> Book:
                            "tokens_per_sec_per_instance": product(R["tps"], I["IP_GPUsPerInstance"])},
                           fmt="#,##0", key=True, label="Instances needed")
     R["mem"] = book.calc(ws, row("Memory to serve (weights + KV allowance)", "GB"), "GPU_MEMORY",
-                         {"params": params, "precision": I["IP_Precision"], "optimizer": Lit("none")},
+                         {"model_or_params": params, "precision": I["IP_Precision"], "optimizer": Lit("none")},
                          fmt=st.GB, label="Memory to serve")
     R["copy"] = book.calc(ws, row("GPUs to hold one copy of the model", "GPUs"), "GPUS_NEEDED",
                           {"memory_gb": R["mem"], "gpu_or_capacity": gpu, "headroom_gb": I["IP_Headroom_GB"]},
@@ -129,21 +129,21 @@ def build(path, inputs: dict | None = None) -> Book:
                           lambda get: get(inst) * get(per), fmt="#,##0", label="GPUs provisioned")
     hours = I["IP_HoursPerMonth"]
     R["cloud_m"] = book.calc(ws, row("Monthly cost, cloud", "$/month"), "JOB_COST",
-                             {"hourly_rate": product(R["gpus"], I["IP_CloudRate"]), "hours": hours},
+                             {"usd_per_hour": product(R["gpus"], I["IP_CloudRate"]), "hours": hours},
                              fmt=st.USD0, key=True, label="Monthly cost, cloud")
     R["owned_h"] = book.calc(ws, row("Owned cost per used GPU-hour", "$/GPU-hour"), "OWNED_COST_PER_GPU_HOUR",
-                             {"hardware_cost": I["IP_HardwareCost"], "lifetime_years": I["IP_Lifetime"],
+                             {"hardware_cost_usd": I["IP_HardwareCost"], "lifetime_years": I["IP_Lifetime"],
                               "power_w": I["IP_PowerW"], "usd_per_kwh": I["IP_Kwh"],
                               "utilization": I["IP_Utilization"]}, fmt=st.USD, label="Owned $/GPU-hour")
     R["owned_m"] = book.calc(ws, row("Monthly cost, owned (used hours)", "$/month"), "JOB_COST",
-                             {"hourly_rate": product(R["gpus"], R["owned_h"]),
+                             {"usd_per_hour": product(R["gpus"], R["owned_h"]),
                               "hours": product(hours, I["IP_Utilization"])},
                              fmt=st.USD0, key=True, label="Monthly cost, owned")
     R["c1m"] = book.calc(ws, row("Owned cost per 1M output tokens (lesson model)", "$ per 1M"),
                          "COST_PER_1M_TOKENS",
                          {"hardware_cost_usd": I["IP_HardwareCost"], "utilization": I["IP_Utilization"],
                           "tokens_per_sec": R["tps"], "lifetime_years": I["IP_Lifetime"],
-                          "power_cost_per_kwh": I["IP_Kwh"], "gpu_tdp_watts": I["IP_PowerW"]},
+                          "usd_per_kwh": I["IP_Kwh"], "power_w": I["IP_PowerW"]},
                          fmt='"$"#,##0.0000', label="Owned $ per 1M output tokens")
     rpm, tin, tout = I["IP_RPM"], I["IP_InTokens"], I["IP_OutTokens"]
     R["tok_m"] = book.glue(ws, row("Tokens per month (input + output)", "tokens"),
@@ -158,12 +158,12 @@ def build(path, inputs: dict | None = None) -> Book:
                               label="Cloud $ per 1M tokens")
     R["api_m"] = book.calc(ws, row("API: monthly cost for the same tokens", "$/month"), "API_MONTHLY_COST",
                            {"tokens_per_month": R["tok_m"], "input_share": R["share"],
-                            "api_input_price": I["IP_ApiIn"], "api_output_price": I["IP_ApiOut"]},
+                            "api_usd_per_1m_input_tokens": I["IP_ApiIn"], "api_usd_per_1m_output_tokens": I["IP_ApiOut"]},
                            fmt=st.USD0, key=True, label="API monthly cost")
     blended = Expr(lambda s: f'{R["api_m"].coord}/{R["tok_m"].coord}*1000000',
                    lambda get: get(R["api_m"]) / get(R["tok_m"]) * 1e6)
     R["api_be"] = book.calc(ws, row("Self-hosting (cloud) beats the API above", "tokens/month"),
-                            "API_BREAKEVEN_TOKENS", {"monthly_self_host_cost": R["cloud_m"],
+                            "API_BREAKEVEN_TOKENS", {"self_host_usd_per_month": R["cloud_m"],
                                                      "api_usd_per_1m_tokens": blended},
                             fmt="#,##0", label="API break-even tokens/month")
     cm_, om, am = R["cloud_m"], R["owned_m"], R["api_m"]

@@ -75,7 +75,7 @@ def build(path, inputs: dict | None = None) -> Book:
         ws.cell(row=r, column=1, value=text)
     params = book.params(ws, "B17", model, label="Parameters")
     book.params(ws, "B18", model, active=True, label="Active parameters")
-    mem = book.calc(ws, "B19", "GPU_MEMORY", {"params": params, "precision": prec, "optimizer": optim},
+    mem = book.calc(ws, "B19", "GPU_MEMORY", {"model_or_params": params, "precision": prec, "optimizer": optim},
                     fmt=st.GB, key=True, label="Memory to train")
     book.glue(ws, "B20", f"B19/{count.coord}", lambda get: get(mem) / get(count), fmt=st.GB,
               label="Memory per GPU")
@@ -100,7 +100,7 @@ def build(path, inputs: dict | None = None) -> Book:
                      label="Spot price")
     for r, price, label in ((28, od, "on-demand"), (29, spot, "spot"), (30, owned, "owned")):
         guard = missing if price is owned else f'OR({price.coord}="n/a",{missing})'
-        book.calc(ws, f"B{r}", "TRAINING_COST", {**common, "price_per_gpu_hour": price}, fmt=st.USD0, key=True,
+        book.calc(ws, f"B{r}", "TRAINING_COST", {**common, "usd_per_gpu_hour": price}, fmt=st.USD0, key=True,
                   label=f"Cost, {label}", unless=guard)
     for r, unit in ((17, "parameters"), (18, "parameters"), (23, "FLOPs"), (24, "GPU-hours"),
                     (26, "$/GPU-hour"), (27, "$/GPU-hour")):
@@ -127,9 +127,9 @@ def build(path, inputs: dict | None = None) -> Book:
                   unless=row_missing, addin=False)
         book.calc(ws, f"E{r}", "TRAINING_DAYS", {**args, "n_gpus": count}, fmt=st.DAYS,
                   label=f"Days on {g.name}", unless=row_missing, addin=False)
-        book.calc(ws, f"F{r}", "TRAINING_COST", {**args, "price_per_gpu_hour": row_od}, fmt=st.USD0,
+        book.calc(ws, f"F{r}", "TRAINING_COST", {**args, "usd_per_gpu_hour": row_od}, fmt=st.USD0,
                   label=f"Cost on-demand on {g.name}", unless=row_missing, addin=False)
-        book.calc(ws, f"G{r}", "TRAINING_COST", {**args, "price_per_gpu_hour": row_spot}, fmt=st.USD0,
+        book.calc(ws, f"G{r}", "TRAINING_COST", {**args, "usd_per_gpu_hour": row_spot}, fmt=st.USD0,
                   label=f"Cost spot on {g.name}", unless=f'OR(C{r}="n/a",{row_missing})', addin=False)
     last = top + len(gpus)
     ws.row_dimensions[top].height = 32

@@ -3,22 +3,8 @@ prefill speed, training memory (ZeRO) and QLoRA memory."""
 
 from .. import arch, serving, training
 from ..registry import Arg, worksheet
-from .common import positive
-
-MODEL = Arg("model", "model", "Catalog model name or Hugging Face id (its architecture is used), e.g. \"Llama 2 70B\"")
-GPU = Arg("gpu", "gpu", "GPU name from the catalog, e.g. \"H100\", \"RTX 4090\"")
-PRECISION = Arg("precision", "precision", "Weight format: fp16, bf16, fp8, int8, int4, fp4, nf4, q4_0, q4_k_m, "
-                "q5_k_m, q8_0", default="fp16")
-KV_PRECISION = Arg("kv_precision", "precision", "KV-cache number format", default="fp16")
-BATCH = Arg("batch", "number", "Sequences served at once", "sequences", default=1, min=1)
-N_GPUS = Arg("n_gpus", "integer", "GPUs holding one copy of the model (tensor parallel)", "GPUs", default=1, min=1)
-CONTEXT = Arg("context", "number", "Tokens held per sequence (prompt + output)", "tokens", default=4096, min=1)
-DECODE_CONTEXT = Arg("context", "number", "Tokens already in each sequence's KV cache while decoding", "tokens",
-                     default=1024, min=0)
-USABLE = Arg("usable_fraction", "number", "Share of GPU memory the server may use (vLLM's default 0.9)", "fraction",
-             default=0.9, min=0, min_open=True, max=1)
-PROMPT = Arg("prompt_tokens", "number", "Prompt length", "tokens", default=1024, min=1)
-
+from .common import (BATCH, CONTEXT, GPU, KV_PRECISION, MODEL, N_GPUS, PRECISION, PROMPT, USABLE, positive,
+                     required)
 
 @worksheet("PARAM_COUNT", "Parameter count of a catalog model (total, or active per token for mixture-of-experts).",
            "parameters", "Architecture",
@@ -60,30 +46,29 @@ def serving_memory_gb(model, precision, batch, context, kv_precision, n_gpus, pa
            examples=[(("Llama 3 70B", "RTX 4090", "q4_k_m", 1, 1024), False), (("Llama 3 70B", "H100", "int4", 1, 4096), True),
                      (("Llama 2 70B", "H100", "fp16"), False)])
 def fits(model, gpu, precision, batch, context, n_gpus, usable_fraction):
-    need = serving.serving_memory_gib(model, precision, batch, context, "fp16", n_gpus)["total"]
+    need = serving.serving_memory_gib(model, precision, batch, context, serving.KV_PRECISION, n_gpus)["total"]
     return need <= serving.usable_gib(gpu, usable_fraction)
 
 
 @worksheet("MAX_BATCH", "Sequences of a given context length whose KV cache fits beside the weights (0 if the model "
-           "does not fit).", "sequences", "Serving", [MODEL, GPU, PRECISION, Arg("context", "number", "Tokens per sequence",
-                                                                                  "tokens", min=1), N_GPUS, USABLE],
-           examples=[(("Llama 2 7B", "A100", "fp16", 4096), 28)])
-def max_batch(model, gpu, precision, context, n_gpus, usable_fraction):
-    return serving.max_batch(model, gpu, precision, context, n_gpus, "fp16", usable_fraction)
+           "does not fit).", "sequences", "Serving", [MODEL, GPU, required(CONTEXT, "Tokens per sequence"), PRECISION, N_GPUS, USABLE],
+           examples=[(("Llama 2 7B", "A100", 4096, "fp16"), 28)])
+def max_batch(model, gpu, context, precision, n_gpus, usable_fraction):
+    return serving.max_batch(model, gpu, precision, context, n_gpus, serving.KV_PRECISION, usable_fraction)
 
 
 @worksheet("MAX_CONTEXT", "Tokens per sequence that fit for a batch (capped at the model's context length).",
            "tokens", "Serving", [MODEL, GPU, PRECISION, BATCH, N_GPUS, USABLE],
            examples=[(("Llama 2 7B", "RTX 4090", "fp16"), 4096), (("Llama 2 7B", "RTX 4090", "fp16", 8), 1932)])
 def max_context(model, gpu, precision, batch, n_gpus, usable_fraction):
-    return serving.max_context(model, gpu, precision, batch, n_gpus, "fp16", usable_fraction)
+    return serving.max_context(model, gpu, precision, batch, n_gpus, serving.KV_PRECISION, usable_fraction)
 
 
 @worksheet("DECODE_TOKENS_PER_SEC", "Generated tokens per second summed over the batch, from a roofline: the larger of "
            "compute time and memory time (weights + KV cache read each step) at achievable fractions of peak, plus "
            "a fixed per-layer overhead.", "tokens/s (total)", "Serving",
-           [MODEL, GPU, PRECISION, BATCH, DECODE_CONTEXT, N_GPUS],
-           examples=[(("Llama 2 7B", "H100", "fp16"), 130.02)])
+           [MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS],
+           examples=[(("Llama 2 7B", "H100", "fp16", 1, 1024), 130.02)])
 def decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus):
     return serving.decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus)
 
@@ -109,7 +94,7 @@ TRAIN_PARTS = ("total", "weights", "gradients", "optimizer", "activations", "ove
 @worksheet("TRAINING_MEMORY_GB", "Per-GPU memory for full training: model states (weights, FP32 gradients, FP32 "
            "Adam states) sharded by ZeRO stage over n GPUs, activations from the architecture (Korthikanti et al.) "
            "and logits, plus 1 GB framework overhead.", "GB of GPU memory (GiB) per GPU", "Training",
-           [MODEL, Arg("precision", "precision", "Training weight format", default="bf16"),
+           [MODEL, PRECISION,
             Arg("optimizer", "choice", "Optimizer", choices=tuple(training.OPTIMIZER_BYTES), default="adamw"),
             Arg("micro_batch", "number", "Sequences per GPU per step", "sequences", default=1, min=1),
             Arg("seq_len", "number", "Tokens per sequence", "tokens", default=2048, min=1),

@@ -6,10 +6,8 @@ from ..errors import value_error
 from ..names import key
 from ..registry import Arg, worksheet
 from ..table import Table
-from .common import PRICE_SET, PRICING
+from .common import GPU, MODEL, PRICE_SET, PRICING
 
-GPU = Arg("gpu", "gpu", "GPU name (\"H100\" = H100 SXM 80GB; vendor words, case and spacing are ignored)")
-MODEL = Arg("model", "model", "Catalog model name or Hugging Face id, e.g. \"Llama 2 70B\"")
 # The lesson's comparison set (its GPU comparison table), in its order.
 LESSON_GPUS = ("H100 SXM 80GB", "A100 SXM 80GB", "A100 SXM 40GB", "L40S 48GB", "RTX 4090 24GB",
                "RTX 3090 24GB", "A10G 24GB")

@@ -4,28 +4,19 @@ effective-cost comparison."""
 
 from .. import calibration as cal
 from .. import serving, training
-from ..coerce import to_params
+from ..catalog import Model
+from ..errors import value_error
 from ..registry import Arg, worksheet
+from .common import GPU, MODEL_OR_PARAMS, N_GPUS, PRECISION, USD_PER_GPU_HOUR, required
 
-MODEL_OR_PARAMS = Arg("model_or_params", "text", "Catalog model name (active parameters for MoE) or a parameter "
-                      "count (7e9, \"7B\")", "parameters")
 TOKENS = Arg("tokens", "count", "Training tokens (2e12 or \"2T\")", "tokens", min=0, min_open=True)
-GPU = Arg("gpu", "gpu", "GPU name from the catalog (its dense tensor peak is used)")
 MFU = Arg("mfu", "number", f"Model FLOPs utilisation; default {cal.DEFAULT_MFU} from published A100/H100 runs",
           "fraction", default=cal.DEFAULT_MFU, min=0, min_open=True, max=1)
-PRECISION = Arg("precision", "precision", "Tensor format of the peak used", default="bf16")
 
 
-def params_of(value) -> float:
+def params_of(value: Model | float) -> float:
     """Active parameters of a catalog model, or a parameter count as given."""
-    from .. import catalog
-    if isinstance(value, str) and catalog.is_model_name(value):
-        return serving.active_params(catalog.model(value))
-    params = to_params("model_or_params", value)
-    if params <= 0:
-        from ..errors import num_error
-        raise num_error(f"model_or_params must be > 0, got {params:g}")
-    return params
+    return serving.active_params(value) if isinstance(value, Model) else value
 
 
 @worksheet("TRAINING_FLOPS", "Training compute: 6 x parameters x tokens (8x with full activation recompute).",
@@ -46,7 +37,7 @@ def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision):
 
 
 @worksheet("TRAINING_DAYS", "Wall-clock days to train on n GPUs: GPU-hours / n / 24.", "days", "Training",
-           [MODEL_OR_PARAMS, TOKENS, GPU, Arg("n_gpus", "integer", "GPUs training together", "GPUs", min=1), MFU,
+           [MODEL_OR_PARAMS, TOKENS, GPU, required(N_GPUS, "GPUs training together (data parallel)"), MFU,
             PRECISION],
            examples=[((7e9, 1e12, "H100", 512, 0.5), 1.9190)],
            formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600/{n_gpus}/24')
@@ -55,12 +46,11 @@ def training_days(model_or_params, tokens, gpu, n_gpus, mfu, precision):
 
 
 @worksheet("TRAINING_COST", "Cost to train: GPU-hours x price per GPU-hour.", "$", "Training",
-           [MODEL_OR_PARAMS, TOKENS, GPU, Arg("price_per_gpu_hour", "number", "Price of one GPU-hour", "$/GPU-hour",
-                                              min=0), MFU, PRECISION],
+           [MODEL_OR_PARAMS, TOKENS, GPU, USD_PER_GPU_HOUR, MFU, PRECISION],
            examples=[((7e9, 1e12, "H100", 2.0, 0.5), 47_162)],
-           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600*{price_per_gpu_hour}')
-def training_cost(model_or_params, tokens, gpu, price_per_gpu_hour, mfu, precision):
-    return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision) * price_per_gpu_hour
+           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600*{usd_per_gpu_hour}')
+def training_cost(model_or_params, tokens, gpu, usd_per_gpu_hour, mfu, precision):
+    return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision) * usd_per_gpu_hour
 
 
 @worksheet("SPEEDUP", "Speed of a GPU relative to a baseline from the catalog: dense BF16 tensor throughput "
@@ -71,7 +61,6 @@ def training_cost(model_or_params, tokens, gpu, price_per_gpu_hour, mfu, precisi
            examples=[(("H100",), 3.1715), (("H100", "A100", "inference"), 1.643), (("A100 40GB", "A100"), 1.0)],
            formula='IF({workload}="training",{gpu.bf16_tflops}/{baseline_gpu.bf16_tflops},{gpu.bandwidth_tbs}/{baseline_gpu.bandwidth_tbs})')
 def speedup(gpu, baseline_gpu, workload):
-    from ..errors import value_error
     attribute = "bf16_tflops" if workload == "training" else "bandwidth_tbs"
     a, b = getattr(gpu, attribute), getattr(baseline_gpu, attribute)
     if not a or not b:

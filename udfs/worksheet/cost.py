@@ -1,9 +1,12 @@
 """Cost: the lesson's owned-hardware cost per 1M tokens, the second seed's effective
 cost per A100-equivalent hour, job cost and the Q6 break-even arithmetic."""
 
+from dataclasses import replace
+
 from .. import lesson
 from ..registry import Arg, worksheet
-from .common import HOURLY_RATE, UTILIZATION, positive
+from .common import (CLOUD_USD_PER_GPU_HOUR, HARDWARE_COST_USD, LIFETIME_YEARS, N_GPUS, POWER_W, USD_PER_HOUR,
+                     USD_PER_KWH, UTILIZATION, positive)
 
 COST_PARTS = ("total", "hardware", "power")
 TOKENS_PER_SEC = positive("tokens_per_sec", "Throughput while serving", "tokens/s")
@@ -12,20 +15,15 @@ TOKENS_PER_SEC = positive("tokens_per_sec", "Throughput while serving", "tokens/
 @worksheet("COST_PER_1M_TOKENS", "Owned-hardware cost per million tokens (the lesson's model): purchase price "
            "straight-line over the lifetime plus electricity at TDP, over the tokens produced at the utilization.",
            "$ per 1M tokens", "Cost",
-           [Arg("hardware_cost_usd", "number", "Purchase price of the hardware", "$", min=0),
-            UTILIZATION, TOKENS_PER_SEC,
-            positive("lifetime_years", "Depreciation period", "years", default=3),
-            Arg("power_cost_per_kwh", "number", "Electricity price", "$/kWh", default=0.12, min=0),
-            Arg("gpu_tdp_watts", "number", "Power per GPU (TDP)", "W", default=400, min=0),
-            Arg("num_gpus", "integer", "GPUs in the serving unit", "GPUs", default=1, min=1),
+           [replace(HARDWARE_COST_USD, help="Purchase price of the serving unit's hardware (all its GPUs)"),
+            UTILIZATION, TOKENS_PER_SEC, LIFETIME_YEARS, USD_PER_KWH, POWER_W, N_GPUS,
             Arg("part", "choice", "total, or only the hardware or power share", choices=COST_PARTS, default="total")],
            examples=[((700, 0.7, 65, 3, 0.12, 350), 0.4190), ((1600, 0.7, 70, 3, 0.12, 450), 0.6513),
                      ((8000, 0.7, 114, 3, 0.12, 400), 1.2267), ((30000, 0.7, 239, 3, 0.12, 700), 2.0349)],
-           formula='(IF({part}="power",0,{hardware_cost_usd}/({lifetime_years}*31536000))+IF({part}="hardware",0,{gpu_tdp_watts}*{num_gpus}/(1000*3600)*{power_cost_per_kwh}))/({tokens_per_sec}*{utilization})*1000000')
-def cost_per_1m(hardware_cost_usd, utilization, tokens_per_sec, lifetime_years, power_cost_per_kwh,
-                gpu_tdp_watts, num_gpus, part):
-    return lesson.cost_per_1m_tokens(hardware_cost_usd, utilization, tokens_per_sec, lifetime_years,
-                                     power_cost_per_kwh, gpu_tdp_watts, num_gpus)[part]
+           formula='(IF({part}="power",0,{hardware_cost_usd}/({lifetime_years}*31536000))+IF({part}="hardware",0,{power_w}*{n_gpus}/(1000*3600)*{usd_per_kwh}))/({tokens_per_sec}*{utilization})*1000000')
+def cost_per_1m(hardware_cost_usd, utilization, tokens_per_sec, lifetime_years, usd_per_kwh, power_w, n_gpus, part):
+    return lesson.cost_per_1m_tokens(hardware_cost_usd, utilization, tokens_per_sec, lifetime_years, usd_per_kwh,
+                                     power_w, n_gpus)[part]
 
 
 @worksheet("ANNUAL_TOKENS", "Tokens produced in a year (365 days) at the given throughput and utilization.",
@@ -36,21 +34,21 @@ def annual_tokens(tokens_per_sec, utilization):
     return tokens_per_sec * utilization * 365 * 24 * 3600
 
 
-@worksheet("EFFECTIVE_HOURLY_COST", "Cost of one baseline-equivalent hour (second seed): hourly rate / speed-up "
+@worksheet("EFFECTIVE_HOURLY_COST", "Cost of one baseline-equivalent hour (second seed): price per hour / speed-up "
            "relative to the baseline GPU (A100 = 1).", "$ per A100-equivalent hour", "Cost",
-           [HOURLY_RATE, positive("speedup", "Speed relative to the baseline GPU", "x")],
+           [USD_PER_HOUR, positive("speedup", "Speed relative to the baseline GPU", "x")],
            examples=[((32.77, 1), 32.77), ((41.04, 2.5), 16.416), ((17.50, 0.5), 35.0)],
-           formula='{hourly_rate}/{speedup}')
-def effective_hourly_cost(hourly_rate, speedup):
-    return lesson.effective_hourly_cost(hourly_rate, speedup)
+           formula='{usd_per_hour}/{speedup}')
+def effective_hourly_cost(usd_per_hour, speedup):
+    return lesson.effective_hourly_cost(usd_per_hour, speedup)
 
 
-@worksheet("JOB_COST", "Cost of a job: hourly rate x hours.", "$", "Cost",
-           [HOURLY_RATE, Arg("hours", "number", "Job duration", "hours", min=0)],
+@worksheet("JOB_COST", "Cost of a job: price per hour x hours.", "$", "Cost",
+           [USD_PER_HOUR, Arg("hours", "number", "Job duration", "hours", min=0)],
            examples=[((32.77, 10), 327.70), ((41.04, 4), 164.16), ((17.50, 20), 350.0)],
-           formula='{hourly_rate}*{hours}')
-def job_cost(hourly_rate, hours):
-    return lesson.job_cost(hourly_rate, hours)
+           formula='{usd_per_hour}*{hours}')
+def job_cost(usd_per_hour, hours):
+    return lesson.job_cost(usd_per_hour, hours)
 
 
 @worksheet("GPU_HOURS", "GPU-hours used over a period at a utilization: years x 8,760 h x utilization.",
@@ -63,11 +61,10 @@ def gpu_hours(years, utilization):
 
 @worksheet("BREAKEVEN_HOURS", "Hours of GPU use after which renting has cost as much as buying: hardware cost / "
            "(cloud rate - owned running cost per hour).", "GPU-hours", "Cost",
-           [Arg("hardware_cost", "number", "Purchase price per GPU", "$", min=0),
-            positive("cloud_usd_per_gpu_hour", "Cloud price per GPU-hour", "$/GPU-hour"),
-            Arg("owned_usd_per_hour", "number", "Running cost of the owned GPU per hour of use (power etc.)",
-                "$/hour", default=0, min=0)],
+           [HARDWARE_COST_USD, CLOUD_USD_PER_GPU_HOUR,
+            Arg("owned_usd_per_gpu_hour", "number", "Running cost of the owned GPU per hour of use (power etc.)",
+                "$/GPU-hour", default=0, min=0)],
            examples=[((12000, 5.12), 2343.75), ((12000, 5.12, 0.12), 2400.0)],
-           formula='{hardware_cost}/({cloud_usd_per_gpu_hour}-{owned_usd_per_hour})')
-def breakeven_hours(hardware_cost, cloud_usd_per_gpu_hour, owned_usd_per_hour):
-    return lesson.breakeven_hours(hardware_cost, cloud_usd_per_gpu_hour, owned_usd_per_hour)
+           formula='{hardware_cost_usd}/({cloud_usd_per_gpu_hour}-{owned_usd_per_gpu_hour})')
+def breakeven_hours(hardware_cost_usd, cloud_usd_per_gpu_hour, owned_usd_per_gpu_hour):
+    return lesson.breakeven_hours(hardware_cost_usd, cloud_usd_per_gpu_hour, owned_usd_per_gpu_hour)

@@ -1,73 +1,68 @@
 """Ownership economics, cloud-vs-own and API-vs-self-host break-evens, and serving cost
 split into input (prefill) and output (decode) tokens."""
 
+from dataclasses import replace
+
 from .. import economics, serving
 from ..registry import Arg, worksheet
-from .common import UTILIZATION, positive
+from .common import (BATCH, CLOUD_USD_PER_GPU_HOUR, CONTEXT, GPU, HARDWARE_COST_USD, LIFETIME_YEARS, MODEL, N_GPUS,
+                     POWER_W, PRECISION, PROMPT, USD_PER_GPU_HOUR, USD_PER_KWH, UTILIZATION, positive)
 
-HARDWARE_COST = Arg("hardware_cost", "number", "Purchase price per GPU (with its share of the server)", "$", min=0)
-LIFETIME = positive("lifetime_years", "Depreciation / financing period", "years", default=3)
-POWER_W = Arg("power_w", "number", "Average power per GPU, drawn every hour (TDP is the lesson's choice)", "W",
-              default=400, min=0)
 PUE = Arg("pue", "number", "Facility power usage effectiveness (1 = no overhead; data centres average ~1.5)", "x",
           default=1.0, min=1)
-KWH = Arg("usd_per_kwh", "number", "Electricity price", "$/kWh", default=0.12, min=0)
-UTIL_DEFAULT = Arg("utilization", "number", "Fraction of hours the GPU does useful work", "fraction",
-                   default=0.7, min=0, min_open=True, max=1)
+UTIL_DEFAULT = replace(UTILIZATION, default=0.7)
 RATE = Arg("cost_of_capital", "number", "Annual cost of capital (discount rate; 0 = straight-line)", "fraction/year",
            default=0.0, min=0, max=1)
-RESIDUAL = Arg("residual_value", "number", "Resale value at the end of the period", "$", default=0.0, min=0)
-OPEX = Arg("opex_per_year", "number", "Other running cost per GPU per year (hosting, support)", "$/year",
+RESIDUAL = Arg("residual_value_usd", "number", "Resale value at the end of the period", "$", default=0.0, min=0)
+OPEX = Arg("opex_usd_per_year", "number", "Other running cost per GPU per year (hosting, support)", "$/year",
            default=0.0, min=0)
-CLOUD_RATE = positive("cloud_usd_per_gpu_hour", "Cloud price per GPU-hour", "$/GPU-hour")
 YEARS = positive("years", "Period", "years")
 
-OWNED_ARGS = [HARDWARE_COST, LIFETIME, POWER_W, PUE, KWH, UTIL_DEFAULT, RATE, RESIDUAL, OPEX]
+OWNED_ARGS = [HARDWARE_COST_USD, LIFETIME_YEARS, POWER_W, PUE, USD_PER_KWH, UTIL_DEFAULT, RATE, RESIDUAL, OPEX]
 
 
 @worksheet("OWNED_COST_PER_GPU_HOUR", "Cost of an owned GPU per used GPU-hour: capital recovered with the capital "
            "recovery factor (residual value netted), power x PUE x price for every hour, and opex, over 8,760 x "
            "utilization used hours a year.", "$/GPU-hour", "Economics", OWNED_ARGS,
            examples=[((12000,), 0.72089), ((12000, 3, 400, 1.3, 0.12, 0.7, 0.08, 2000, 500), 0.82958)],
-           formula='(({hardware_cost}-{residual_value}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_per_year}))/(8760*{utilization})')
-def owned_cost_per_gpu_hour(hardware_cost, lifetime_years, power_w, pue, usd_per_kwh, utilization,
-                            cost_of_capital, residual_value, opex_per_year):
-    return economics.owned_cost_per_gpu_hour(hardware_cost, lifetime_years, power_w, pue, usd_per_kwh, utilization,
-                                             cost_of_capital, residual_value, opex_per_year)
+           formula='(({hardware_cost_usd}-{residual_value_usd}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year}))/(8760*{utilization})')
+def owned_cost_per_gpu_hour(hardware_cost_usd, lifetime_years, power_w, pue, usd_per_kwh, utilization,
+                            cost_of_capital, residual_value_usd, opex_usd_per_year):
+    return economics.owned_cost_per_gpu_hour(hardware_cost_usd, lifetime_years, power_w, pue, usd_per_kwh, utilization,
+                                             cost_of_capital, residual_value_usd, opex_usd_per_year)
 
 
 @worksheet("BREAKEVEN_UTILIZATION", "Utilization above which owning a GPU is cheaper than renting the hours used "
            "(a value above 1 means renting is cheaper even at 100%).", "fraction", "Economics",
-           [HARDWARE_COST, CLOUD_RATE, LIFETIME, POWER_W, PUE, KWH, RATE, RESIDUAL, OPEX],
+           [HARDWARE_COST_USD, CLOUD_USD_PER_GPU_HOUR, LIFETIME_YEARS, POWER_W, PUE, USD_PER_KWH, RATE, RESIDUAL, OPEX],
            examples=[((12000, 5.12), 0.098559), ((30000, 2.0), 0.59478)],
-           formula='(({hardware_cost}-{residual_value}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_per_year}))/({cloud_usd_per_gpu_hour}*8760)')
-def breakeven_utilization(hardware_cost, cloud_usd_per_gpu_hour, lifetime_years, power_w, pue, usd_per_kwh,
-                          cost_of_capital, residual_value, opex_per_year):
-    return economics.breakeven_utilization(hardware_cost, cloud_usd_per_gpu_hour, lifetime_years, power_w, pue,
-                                           usd_per_kwh, cost_of_capital, residual_value, opex_per_year)
+           formula='(({hardware_cost_usd}-{residual_value_usd}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year}))/({cloud_usd_per_gpu_hour}*8760)')
+def breakeven_utilization(hardware_cost_usd, cloud_usd_per_gpu_hour, lifetime_years, power_w, pue, usd_per_kwh,
+                          cost_of_capital, residual_value_usd, opex_usd_per_year):
+    return economics.breakeven_utilization(hardware_cost_usd, cloud_usd_per_gpu_hour, lifetime_years, power_w, pue,
+                                           usd_per_kwh, cost_of_capital, residual_value_usd, opex_usd_per_year)
 
 
 @worksheet("BREAKEVEN_MONTHS", "Simple payback: months until the rent saved by owning covers the purchase.",
-           "months", "Economics", [HARDWARE_COST, CLOUD_RATE, UTILIZATION, POWER_W, PUE, KWH, OPEX],
+           "months", "Economics", [HARDWARE_COST_USD, CLOUD_USD_PER_GPU_HOUR, UTILIZATION, POWER_W, PUE, USD_PER_KWH, OPEX],
            examples=[((12000, 5.12, 0.7), 4.6489)],
-           formula='{hardware_cost}/({cloud_usd_per_gpu_hour}*730*{utilization}-({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_per_year})/12)')
-def breakeven_months(hardware_cost, cloud_usd_per_gpu_hour, utilization, power_w, pue, usd_per_kwh, opex_per_year):
-    return economics.breakeven_months(hardware_cost, cloud_usd_per_gpu_hour, utilization, power_w, pue,
-                                      usd_per_kwh, opex_per_year)
+           formula='{hardware_cost_usd}/({cloud_usd_per_gpu_hour}*730*{utilization}-({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year})/12)')
+def breakeven_months(hardware_cost_usd, cloud_usd_per_gpu_hour, utilization, power_w, pue, usd_per_kwh, opex_usd_per_year):
+    return economics.breakeven_months(hardware_cost_usd, cloud_usd_per_gpu_hour, utilization, power_w, pue,
+                                      usd_per_kwh, opex_usd_per_year)
 
 
 @worksheet("TCO", "Total cost of owning one GPU for a period: capital charge + power + opex.", "$", "Economics",
-           [HARDWARE_COST, YEARS, POWER_W, PUE, KWH, RATE, RESIDUAL, OPEX],
+           [HARDWARE_COST_USD, YEARS, POWER_W, PUE, USD_PER_KWH, RATE, RESIDUAL, OPEX],
            examples=[((12000, 3), 13261.44)],
-           formula='{years}*(({hardware_cost}-{residual_value}/(1+{cost_of_capital})^{years})*IF({cost_of_capital}=0,1/{years},{cost_of_capital}*(1+{cost_of_capital})^{years}/((1+{cost_of_capital})^{years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_per_year}))')
-def tco(hardware_cost, years, power_w, pue, usd_per_kwh, cost_of_capital, residual_value, opex_per_year):
-    return economics.tco(hardware_cost, years, power_w, pue, usd_per_kwh, cost_of_capital, residual_value,
-                         opex_per_year)
+           formula='{years}*(({hardware_cost_usd}-{residual_value_usd}/(1+{cost_of_capital})^{years})*IF({cost_of_capital}=0,1/{years},{cost_of_capital}*(1+{cost_of_capital})^{years}/((1+{cost_of_capital})^{years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year}))')
+def tco(hardware_cost_usd, years, power_w, pue, usd_per_kwh, cost_of_capital, residual_value_usd, opex_usd_per_year):
+    return economics.tco(hardware_cost_usd, years, power_w, pue, usd_per_kwh, cost_of_capital, residual_value_usd,
+                         opex_usd_per_year)
 
 
 @worksheet("CLOUD_COST", "Cost of renting the GPU-hours used over a period: rate x 8,760 x years x utilization.",
-           "$", "Economics", [Arg("usd_per_gpu_hour", "number", "Cloud price per GPU-hour", "$/GPU-hour", min=0),
-                              YEARS, UTILIZATION],
+           "$", "Economics", [replace(USD_PER_GPU_HOUR, help="Cloud price per GPU-hour"), YEARS, UTILIZATION],
            examples=[((5.12, 3, 0.7), 94187.52)],
            formula='{usd_per_gpu_hour}*8760*{years}*{utilization}')
 def cloud_cost(usd_per_gpu_hour, years, utilization):
@@ -75,15 +70,7 @@ def cloud_cost(usd_per_gpu_hour, years, utilization):
 
 
 # --- serving cost per token, split by phase ----------------------------------------------
-GPU_HOUR_PRICE = Arg("usd_per_gpu_hour", "number", "Price of one GPU-hour, owned (OWNED_COST_PER_GPU_HOUR) or cloud",
-                     "$/GPU-hour", min=0)
-MODEL = Arg("model", "model", "Catalog model name")
-GPU = Arg("gpu", "gpu", "GPU name from the catalog")
-PRECISION = Arg("precision", "precision", "Weight format", default="fp16")
-BATCH = Arg("batch", "number", "Sequences served together", "sequences", default=1, min=1)
-N_GPUS = Arg("n_gpus", "integer", "GPUs per model copy (tensor parallel)", "GPUs", default=1, min=1)
-PROMPT = Arg("prompt_tokens", "number", "Prompt length", "tokens", default=1024, min=1)
-CONTEXT = Arg("context", "number", "Tokens in the KV cache while decoding", "tokens", default=1024, min=0)
+GPU_HOUR_PRICE = replace(USD_PER_GPU_HOUR, help="Price of one GPU-hour, owned (OWNED_COST_PER_GPU_HOUR) or cloud")
 INPUT_SHARE = Arg("input_share", "number", "Share of tokens that are input (3:1 input:output = 0.75)", "fraction",
                   default=0.75, min=0, max=1)
 
@@ -109,7 +96,7 @@ def cost_per_1m_input_tokens(usd_per_gpu_hour, model, gpu, precision, batch, pro
 @worksheet("COST_PER_1M_OUTPUT_TOKENS", "Cost per million output (generated) tokens: GPU-hour price x GPUs / decode "
            "tokens per hour at the batch.", "$ per 1M output tokens", "Economics",
            [GPU_HOUR_PRICE, MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS],
-           examples=[((2.0, "Llama 2 7B", "H100"), 4.2729)])
+           examples=[((2.0, "Llama 2 7B", "H100", "fp16", 1, 1024), 4.2729)])
 def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus):
     return _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus)
 
@@ -117,7 +104,7 @@ def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, batch, co
 @worksheet("BLENDED_COST_PER_1M_TOKENS", "Cost per million tokens for a mix of input and output tokens: "
            "input_share x input cost + (1 - input_share) x output cost.", "$ per 1M tokens", "Economics",
            [GPU_HOUR_PRICE, MODEL, GPU, INPUT_SHARE, PRECISION, BATCH, PROMPT, CONTEXT, N_GPUS],
-           examples=[((2.0, "Llama 2 7B", "H100", 0.75, "fp16", 1, 2048), 1.0772)])
+           examples=[((2.0, "Llama 2 7B", "H100", 0.75, "fp16", 1, 2048, 1024), 1.0772)])
 def blended_cost_per_1m_tokens(usd_per_gpu_hour, model, gpu, input_share, precision, batch, prompt_tokens, context,
                                n_gpus):
     cost_in = _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus)
@@ -129,19 +116,19 @@ def blended_cost_per_1m_tokens(usd_per_gpu_hour, model, gpu, input_share, precis
            "$/month", "Economics",
            [Arg("tokens_per_month", "count", "Tokens a month, input and output together", "tokens/month", min=0),
             Arg("input_share", "number", "Share of tokens that are input", "fraction", min=0, max=1),
-            Arg("api_input_price", "number", "API price of input tokens", "$ per 1M tokens", min=0),
-            Arg("api_output_price", "number", "API price of output tokens", "$ per 1M tokens", min=0)],
+            Arg("api_usd_per_1m_input_tokens", "number", "API price of input tokens", "$ per 1M tokens", min=0),
+            Arg("api_usd_per_1m_output_tokens", "number", "API price of output tokens", "$ per 1M tokens", min=0)],
            examples=[((1e9, 0.75, 3, 15), 6000.0)],
-           formula='{tokens_per_month}*({input_share}*{api_input_price}+(1-{input_share})*{api_output_price})/1000000')
-def api_monthly_cost(tokens_per_month, input_share, api_input_price, api_output_price):
-    return economics.api_monthly_cost(tokens_per_month, input_share, api_input_price, api_output_price)
+           formula='{tokens_per_month}*({input_share}*{api_usd_per_1m_input_tokens}+(1-{input_share})*{api_usd_per_1m_output_tokens})/1000000')
+def api_monthly_cost(tokens_per_month, input_share, api_usd_per_1m_input_tokens, api_usd_per_1m_output_tokens):
+    return economics.api_monthly_cost(tokens_per_month, input_share, api_usd_per_1m_input_tokens, api_usd_per_1m_output_tokens)
 
 
 @worksheet("API_BREAKEVEN_TOKENS", "Tokens per month above which self-hosting is cheaper than an API: monthly "
            "self-hosting cost / API price per token.", "tokens/month", "Economics",
-           [positive("monthly_self_host_cost", "All-in monthly cost of self-hosting", "$/month"),
+           [positive("self_host_usd_per_month", "All-in monthly cost of self-hosting", "$/month"),
             positive("api_usd_per_1m_tokens", "API price (blended)", "$ per 1M tokens")],
            examples=[((3000, 6), 5e8)],
-           formula='{monthly_self_host_cost}/{api_usd_per_1m_tokens}*1000000')
-def api_breakeven_tokens(monthly_self_host_cost, api_usd_per_1m_tokens):
-    return economics.api_breakeven_tokens(monthly_self_host_cost, api_usd_per_1m_tokens)
+           formula='{self_host_usd_per_month}/{api_usd_per_1m_tokens}*1000000')
+def api_breakeven_tokens(self_host_usd_per_month, api_usd_per_1m_tokens):
+    return economics.api_breakeven_tokens(self_host_usd_per_month, api_usd_per_1m_tokens)

@@ -4,7 +4,7 @@ from .. import arch, lesson
 from ..registry import Arg, worksheet
 from ..table import Table
 from ..units import GB, MEMORY_UNITS
-from .common import (MEMORY_UNIT, OPTIMIZER, PARAMS, PART, PRECISION, positive)
+from .common import BATCH, KV_PRECISION, MEMORY_UNIT, MODEL, OPTIMIZER, PARAMS, PART, PRECISION, positive
 
 ACT_MULT = Arg("activation_multiplier", "number", "Activations as a multiple of weight bytes (training)", "x",
                default=2.0, min=0)
@@ -17,17 +17,17 @@ ADAPTER = Arg("adapter_fraction", "number", "QLoRA: fraction of parameters in th
            [PARAMS, PRECISION, OPTIMIZER, ACT_MULT, ADAPTER, PART],
            examples=[((7e9,), 143.424), (("7B", "bf16", "adamw", 2, 0.01, "weights"), 13.039),
                      ((7e9, "fp16", "none"), 15.646), ((7e9, "int4", "qlora"), 10.822)],
-           formula='CHOOSE(MATCH({part},{"total","weights","gradients","optimizer","activations"},0),{params}*{precision.bytes_per_param}+IF({optimizer}="none",0,IF({optimizer}="qlora",{params}*{adapter_fraction}*4,{params}*4))+IF({optimizer}="none",0,IF({optimizer}="sgd",{params}*4,IF({optimizer}="qlora",INT({params}*{adapter_fraction})*4*3,{params}*4*3)))+{params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}),{params}*{precision.bytes_per_param},IF({optimizer}="none",0,IF({optimizer}="qlora",{params}*{adapter_fraction}*4,{params}*4)),IF({optimizer}="none",0,IF({optimizer}="sgd",{params}*4,IF({optimizer}="qlora",INT({params}*{adapter_fraction})*4*3,{params}*4*3))),{params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}))/1073741824')
-def gpu_memory(params, precision, optimizer, activation_multiplier, adapter_fraction, part):
-    est = lesson.model_memory_estimate(params, precision, optimizer, activation_multiplier, adapter_fraction)
+           formula='CHOOSE(MATCH({part},{"total","weights","gradients","optimizer","activations"},0),{model_or_params}*{precision.bytes_per_param}+IF({optimizer}="none",0,IF({optimizer}="qlora",{model_or_params}*{adapter_fraction}*4,{model_or_params}*4))+IF({optimizer}="none",0,IF({optimizer}="sgd",{model_or_params}*4,IF({optimizer}="qlora",INT({model_or_params}*{adapter_fraction})*4*3,{model_or_params}*4*3)))+{model_or_params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}),{model_or_params}*{precision.bytes_per_param},IF({optimizer}="none",0,IF({optimizer}="qlora",{model_or_params}*{adapter_fraction}*4,{model_or_params}*4)),IF({optimizer}="none",0,IF({optimizer}="sgd",{model_or_params}*4,IF({optimizer}="qlora",INT({model_or_params}*{adapter_fraction})*4*3,{model_or_params}*4*3))),{model_or_params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}))/1073741824')
+def gpu_memory(model_or_params, precision, optimizer, activation_multiplier, adapter_fraction, part):
+    est = lesson.model_memory_estimate(model_or_params, precision, optimizer, activation_multiplier, adapter_fraction)
     return est[part]
 
 
 @worksheet("GPU_MEMORY_TABLE", "The lesson's memory breakdown as a table: one row per part.",
            "GB of GPU memory (GiB)", "Memory", [PARAMS, PRECISION, OPTIMIZER, ACT_MULT, ADAPTER], returns="table",
            examples=[((7e9,), None)])
-def gpu_memory_table(params, precision, optimizer, activation_multiplier, adapter_fraction):
-    est = lesson.model_memory_estimate(params, precision, optimizer, activation_multiplier, adapter_fraction)
+def gpu_memory_table(model_or_params, precision, optimizer, activation_multiplier, adapter_fraction):
+    est = lesson.model_memory_estimate(model_or_params, precision, optimizer, activation_multiplier, adapter_fraction)
     return Table(["part", "GB"], [[part, est[part]] for part in lesson.MEMORY_PARTS[1:] + ("total",)])
 
 
@@ -46,21 +46,17 @@ def gpus_needed(memory_gb, gpu_or_capacity, headroom_gb):
 @worksheet("MODEL_SIZE_GB", "Size of a model's weights file: parameters x bytes per parameter.",
            "GB (10^9 bytes)", "Memory", [PARAMS, PRECISION],
            examples=[(("7B", "fp16"), 14.0), ((70e9, "int4"), 35.0)],
-           formula='{params}*{precision.bytes_per_param}/1E9')
-def model_size_gb(params, precision):
-    from ..catalog import precision_row
-    return params * precision_row(precision).bytes_per_param / GB
+           formula='{model_or_params}*{precision.bytes_per_param}/1E9')
+def model_size_gb(model_or_params, precision):
+    return model_or_params * precision.bytes_per_param / GB
 
 
 @worksheet("KV_CACHE_GB", "KV cache of a model: 2 (K and V) x layers x KV heads x head size x bytes, per token "
            "and sequence; grouped-query attention, sliding windows and MLA from the catalog's architecture.",
            "GB of GPU memory (GiB) unless unit says GB", "Memory",
-           [Arg("model", "model", "Catalog model name (its architecture sets the KV size)"),
-            positive("context_tokens", "Tokens held per sequence (prompt + output)", "tokens"),
-            Arg("batch", "number", "Sequences held at once", "sequences", default=1, min=1),
-            Arg("kv_precision", "precision", "Number format of the KV cache", default="fp16"),
-            MEMORY_UNIT],
+           [MODEL, positive("context", "Tokens held per sequence in the KV cache (prompt + output so far)", "tokens"),
+            BATCH, KV_PRECISION, MEMORY_UNIT],
            examples=[(("Llama 2 70B", 4096, 32, "fp16", "GB"), 42.950), (("Llama 2 70B", 8192, 32, "fp16", "GB"), 85.899),
                      (("Llama 2 70B", 4096, 32), 40.0)])
-def kv_cache_gb(model, context_tokens, batch, kv_precision, unit):
-    return arch.kv_cache_bytes(model, context_tokens, batch, kv_precision) / MEMORY_UNITS[unit.lower()]
+def kv_cache_gb(model, context, batch, kv_precision, unit):
+    return arch.kv_cache_bytes(model, context, batch, kv_precision) / MEMORY_UNITS[unit.lower()]

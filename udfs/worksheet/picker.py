@@ -1,15 +1,17 @@
 """The GPU picker: GPU_RECOMMEND (the winner) and GPU_RANK (every candidate, with reasons)."""
 
+from dataclasses import replace
+
 from .. import picker
-from ..coerce import to_params
 from ..registry import Arg, worksheet
 from ..table import Table
+from .common import BATCH, MODEL_OR_PARAMS, PRECISION
 
 ARGS = [
     Arg("workload", "choice", "What to do: train (pre-train), finetune (full), lora, qlora or serve",
         choices=picker.WORKLOADS),
-    Arg("model_or_params", "text", "Catalog model name or a parameter count (7e9, \"70B\")", "parameters"),
-    Arg("precision", "precision", "Weight / tensor format", default="bf16"),
+    replace(MODEL_OR_PARAMS, help="Catalog model name or a parameter count (7e9, \"70B\")"),
+    PRECISION,
     Arg("objective", "choice", "Rank by cost (default) or time", choices=picker.OBJECTIVES, default="cost"),
     Arg("budget_usd", "number", "Budget: total $ for a job, $ per month for serving (blank = none)", "$",
         default="", min=0, min_open=True),
@@ -17,7 +19,7 @@ ARGS = [
         default="", min=0, min_open=True),
     Arg("tokens_or_traffic", "count", "Training tokens (default: 20 per parameter to pre-train, 100M to fine-tune), "
         "or output tokens/s to serve (default: one replica)", "tokens or tokens/s", default="", min=0, min_open=True),
-    Arg("batch", "number", "Serving: sequences decoded together per replica", "sequences", default=1, min=1),
+    replace(BATCH, help="Serving: sequences decoded together per replica"),
     Arg("price_basis", "choice", "auto (cloud on-demand for train/finetune, purchase price for serve/lora/qlora), "
         "cloud or owned", choices=picker.PRICE_BASES, default="auto"),
     Arg("min_tokens_per_sec", "number", "Serving latency target: tokens/s each request needs (0 = none)",
@@ -59,9 +61,6 @@ def gpu_recommend(part, **kw):
 
 def _rank_args(kw):
     """The picker's positional arguments from the coerced worksheet arguments (blank = none)."""
-    from .. import catalog
-    m = kw["model_or_params"]
-    model = catalog.model(m) if catalog.is_model_name(m) else to_params("model_or_params", m)
-    return (kw["workload"], model, kw["precision"], kw["objective"], kw["budget_usd"] or None,
+    return (kw["workload"], kw["model_or_params"], kw["precision"], kw["objective"], kw["budget_usd"] or None,
             kw["deadline_days"] or None, kw["tokens_or_traffic"] or None, kw["batch"], kw["price_basis"],
             kw["min_tokens_per_sec"])

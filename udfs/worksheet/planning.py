@@ -1,9 +1,10 @@
 """Capacity planning (Q4) and the roofline (Q5) from the lesson's worked answers."""
 
 from .. import lesson
-from ..catalog import precision_row
+from ..catalog import Gpu
+from ..errors import value_error
 from ..registry import Arg, worksheet
-from .common import positive
+from .common import PRECISION, positive
 
 
 @worksheet("TOKENS_PER_SEC_NEEDED", "Output tokens per second a service must sustain: requests per minute / 60 x "
@@ -40,26 +41,21 @@ def tokens_per_sec_per_request(tokens_per_request, latency_s):
 @worksheet("RIDGE_POINT", "Roofline ridge point: peak dense tensor FLOPs / memory bandwidth. Workloads with a higher "
            "arithmetic intensity are compute-bound, lower ones bandwidth-bound. Give a GPU name, or peak TFLOPS and "
            "bandwidth_tbs.", "FLOPs/byte", "Planning",
-           [Arg("gpu_or_tflops", "text", "GPU name, or peak TFLOPS as a number", "name or TFLOPS"),
-            Arg("precision", "precision", "Tensor format of the peak", default="bf16"),
+           [Arg("gpu_or_tflops", "gpu_or_tflops", "GPU name, or peak TFLOPS as a number", "name or TFLOPS",
+                min=0, min_open=True),
+            PRECISION,
             Arg("bandwidth_tbs", "number", "Memory bandwidth when a TFLOPS number is given", "TB/s", default="",
                 min=0, min_open=True)],
            examples=[((312, "bf16", 2.0), 156.0), (("A100 SXM 80GB",), 153.016), (("H100",), 295.373)])
 def ridge_point(gpu_or_tflops, precision, bandwidth_tbs):
-    from ..coerce import _float
-    from ..catalog import gpu
-    from ..errors import value_error
-    tflops = _float("gpu_or_tflops", gpu_or_tflops)
-    if tflops is None:
-        g = gpu(gpu_or_tflops)
-        tflops = g.tensor_tflops(precision)
+    tflops = gpu_or_tflops
+    if isinstance(gpu_or_tflops, Gpu):                # a catalog GPU: its peak and bandwidth
+        tflops = gpu_or_tflops.tensor_tflops(precision)
         if tflops is None:
-            raise value_error(f"the catalog has no dense {precision} figure for {g.name}")
-        bandwidth_tbs = bandwidth_tbs or g.bandwidth_tbs
+            raise value_error(f"the catalog has no dense {precision.name} figure for {gpu_or_tflops.name}")
+        bandwidth_tbs = bandwidth_tbs or gpu_or_tflops.bandwidth_tbs
     if not bandwidth_tbs:
         raise value_error("bandwidth_tbs is required when gpu_or_tflops is a number")
-    if tflops <= 0:
-        raise value_error("peak TFLOPS must be > 0")
     return lesson.ridge_point(tflops, bandwidth_tbs)
 
 
@@ -69,7 +65,7 @@ def ridge_point(gpu_or_tflops, precision, bandwidth_tbs):
            [positive("tokens", "Tokens multiplied at once (batch x sequence; 1 for batch-1 decode)", "tokens"),
             positive("d_in", "Matrix input size", "elements", default=4096),
             positive("d_out", "Matrix output size", "elements", default=16384),
-            Arg("precision", "precision", "Weight number format", default="bf16")],
+            PRECISION],
            examples=[((1,), 1.0), ((32 * 2048,), 65536.0), ((1, 4096, 16384, "int4"), 4.0)])
 def arithmetic_intensity(tokens, d_in, d_out, precision):
-    return lesson.matmul_intensity(tokens, d_in, d_out, precision_row(precision).bytes_per_param)
+    return lesson.matmul_intensity(tokens, d_in, d_out, precision.bytes_per_param)
