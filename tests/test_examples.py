@@ -6,7 +6,7 @@ import pytest
 import udfs
 from udfs.table import Table
 
-from .conftest import matches_shown
+from .numeric import matches_shown
 
 CASES = [(fn.name, args, expected) for fn in udfs.functions().values() for args, expected in fn.examples]
 

@@ -31,7 +31,7 @@ def test_four_examples_exist():
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built_reports(tmp_path_factory):
     out = tmp_path_factory.mktemp("reports")
     paths = {}
     for p in EXAMPLES:
@@ -86,9 +86,9 @@ def _engine_best(sc: scenario.Scenario):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_summary_matches_engine(built, name):
+def test_summary_matches_engine(built_reports, name):
     sc = scenario.load(ROOT / "examples" / f"{name}.toml")
-    wb = openpyxl.load_workbook(built[name])
+    wb = openpyxl.load_workbook(built_reports[name])
     assert list(wb.sheetnames) == list(report.SHEETS)
     ws = wb["Summary"]
     values = _summary_values(ws)
@@ -123,9 +123,9 @@ def test_lesson_q4_traffic():
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_options_sheet_and_csv(built, name):
+def test_options_sheet_and_csv(built_reports, name):
     sc = scenario.load(ROOT / "examples" / f"{name}.toml")
-    wb = openpyxl.load_workbook(built[name])
+    wb = openpyxl.load_workbook(built_reports[name])
     ws = wb["Options"]
     header = [c.value for c in ws[4]]
     assert "Why it fails / note" in header and "Rent or own" in header
@@ -138,14 +138,14 @@ def test_options_sheet_and_csv(built, name):
     assert bases == {"cloud", "owned"}
     failing = [r for r in rows if r[verdict] == "fails"]
     assert failing and all(r[why] for r in failing)
-    with open(built[name].with_suffix(".csv"), newline="") as f:
+    with open(built_reports[name].with_suffix(".csv"), newline="") as f:
         table = list(csv.reader(f))
     assert len(table) == len(rows) + 1
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_charts_and_sensitivity(built, name):
-    wb = openpyxl.load_workbook(built[name])
+def test_charts_and_sensitivity(built_reports, name):
+    wb = openpyxl.load_workbook(built_reports[name])
     src = report_model.analyse(scenario.load(ROOT / "examples" / f"{name}.toml"))
     assigned = {a["assumption"] for a in src.sensitivity}
     assert len(assigned) == 6
@@ -160,11 +160,11 @@ def test_charts_and_sensitivity(built, name):
 
 
 @pytest.mark.libreoffice
-def test_recalculates_and_renders_in_libreoffice(built, tmp_path):
+def test_recalculates_and_renders_in_libreoffice(built_reports, tmp_path):
     exe = shutil.which("soffice") or shutil.which("libreoffice")
     if exe is None:
         pytest.skip("LibreOffice (soffice) is not installed")
-    for name, path in built.items():
+    for name, path in built_reports.items():
         out = tmp_path / f"recalc-{name}"
         profile = tmp_path / f"profile-{uuid.uuid4().hex}"
         subprocess.run([exe, f"-env:UserInstallation=file://{profile}", "--headless", "--norestore",
@@ -182,7 +182,7 @@ def test_recalculates_and_renders_in_libreoffice(built, tmp_path):
     # render one to PNG
     if shutil.which("pdftoppm") is None:
         pytest.skip("pdftoppm is not installed")
-    path = built["serve-70b"]
+    path = built_reports["serve-70b"]
     profile = tmp_path / f"profile-{uuid.uuid4().hex}"
     subprocess.run([exe, f"-env:UserInstallation=file://{profile}", "--headless", "--norestore",
                     "--convert-to", "pdf", "--outdir", str(tmp_path / "pdf"), str(path)],

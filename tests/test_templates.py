@@ -6,7 +6,6 @@ one soffice call, the parity sheet through another."""
 
 from __future__ import annotations
 
-import math
 import random
 import shutil
 import subprocess
@@ -21,22 +20,16 @@ from workbook_templates.common import ADDIN_SHEET, NEEDS_ADDIN, C, write_text
 from workbook_templates.formulas import Name, render
 from workbook_templates.recalc import convert
 
+from .numeric import same_number
+
 pytestmark = [pytest.mark.libreoffice,
               pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")]
 
 USER_TEXT = "=1+1 scenario"
 
 
-def _close(actual, expected) -> bool:
-    if isinstance(expected, str) or isinstance(actual, str):
-        return actual == expected
-    if isinstance(expected, bool):
-        return actual == expected
-    return math.isclose(float(actual), float(expected), rel_tol=1e-9, abs_tol=1e-12)
-
-
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built_workbooks(tmp_path_factory):
     """Every workbook with its defaults and with its second input set, recalculated in one run."""
     src = tmp_path_factory.mktemp("src")
     books = {}
@@ -67,10 +60,10 @@ def _reader(path):
 
 @pytest.mark.parametrize("name", wt.NAMES)
 @pytest.mark.parametrize("inputs", ["default", "alt"])
-def test_outputs_equal_engine(built, name, inputs):
-    book = built["books"][(name, inputs)]
+def test_outputs_equal_engine(built_workbooks, name, inputs):
+    book = built_workbooks["books"][(name, inputs)]
     stem = name if inputs == "default" else f"{name}_alt"
-    wb, get = _reader(built["out"] / f"{stem}.xlsx")
+    wb, get = _reader(built_workbooks["out"] / f"{stem}.xlsx")
     # no error value anywhere, the add-in sheet included (its calls say they need the add-in)
     errors = [f"{ws.title}!{c.coordinate}={c.value}" for ws in wb.worksheets
               for row in ws.iter_rows() for c in row
@@ -86,7 +79,7 @@ def test_outputs_equal_engine(built, name, inputs):
     for check in book.checks:
         actual = get(check.cell)
         expected = check.expected(get)
-        if actual is None or not _close(actual, expected):
+        if actual is None or not same_number(actual, expected):
             bad.append(f"{check.cell.sheet}!{check.cell.coord} {check.label}: sheet {actual!r}, engine {expected!r}")
     assert not bad, "\n".join(bad[:15])
     if inputs == "alt":
@@ -96,34 +89,34 @@ def test_outputs_equal_engine(built, name, inputs):
 
 
 @pytest.mark.parametrize("name", wt.NAMES)
-def test_second_input_set_moves_outputs(built, name):
+def test_second_input_set_moves_outputs(built_workbooks, name):
     """Changing the inputs changes the outputs (and test_outputs_equal_engine checked them)."""
-    _, get_a = _reader(built["out"] / f"{name}.xlsx")
-    _, get_b = _reader(built["out"] / f"{name}_alt.xlsx")
-    checks = [c for c in built["books"][(name, "default")].checks if c.fn]      # engine quantities
+    _, get_a = _reader(built_workbooks["out"] / f"{name}.xlsx")
+    _, get_b = _reader(built_workbooks["out"] / f"{name}_alt.xlsx")
+    checks = [c for c in built_workbooks["books"][(name, "default")].checks if c.fn]      # engine quantities
     moved = sum(1 for c in checks if get_a(c.cell) != get_b(c.cell))
     assert moved >= len(checks) // 3, f"only {moved} of {len(checks)} outputs moved"
 
 
-def test_lesson_examples_as_defaults(built):
-    _, ft = _reader(built["out"] / "finetune_cost.xlsx")
+def test_lesson_examples_as_defaults(built_workbooks):
+    _, ft = _reader(built_workbooks["out"] / "finetune_cost.xlsx")
     assert ft(C("Fine-tuning", "H11")) == pytest.approx(327.70)
     assert ft(C("Fine-tuning", "I12")) == pytest.approx(16.416)
     assert ft(C("Fine-tuning", "I13")) == pytest.approx(35.0)
-    _, co = _reader(built["out"] / "cloud_vs_own.xlsx")
+    _, co = _reader(built_workbooks["out"] / "cloud_vs_own.xlsx")
     assert co(C("Cloud vs own", "B18")) == pytest.approx(18396)
     assert co(C("Cloud vs own", "B19")) == pytest.approx(94187.52)
-    _, ip = _reader(built["out"] / "inference_plan.xlsx")
-    book = built["books"][("inference_plan", "default")]
+    _, ip = _reader(built_workbooks["out"] / "inference_plan.xlsx")
+    book = built_workbooks["books"][("inference_plan", "default")]
     need = next(c for c in book.checks if c.label == "Tokens/s needed")
     assert ip(need.cell) == pytest.approx(4000)
 
 
 @pytest.mark.parametrize("name", wt.NAMES)
-def test_structure(built, name):
+def test_structure(built_workbooks, name):
     """Drop-downs with messages, defined names, protection, charts, cover and catalog sheets."""
-    book = built["books"][(name, "default")]
-    wb = openpyxl.load_workbook(built["src"] / f"{name}.xlsx")
+    book = built_workbooks["books"][(name, "default")]
+    wb = openpyxl.load_workbook(built_workbooks["src"] / f"{name}.xlsx")
     assert wb.sheetnames[0] == "Cover"
     for sheet in ("GPUs", "Cloud prices", "Models", "Sources", ADDIN_SHEET):
         assert sheet in wb.sheetnames
@@ -155,15 +148,15 @@ def test_structure(built, name):
         assert banned not in text.upper()
 
 
-def test_charts_survive_libreoffice(built):
+def test_charts_survive_libreoffice(built_workbooks):
     """Charts are written into the file (LibreOffice keeps them when it saves)."""
     import zipfile
     for name in wt.NAMES:
-        with zipfile.ZipFile(built["src"] / f"{name}.xlsx") as z:
+        with zipfile.ZipFile(built_workbooks["src"] / f"{name}.xlsx") as z:
             assert any(n.startswith("xl/charts/chart") for n in z.namelist()), name
-        with zipfile.ZipFile(built["out"] / f"{name}.xlsx") as z:
+        with zipfile.ZipFile(built_workbooks["out"] / f"{name}.xlsx") as z:
             assert any(n.startswith("xl/charts/chart") for n in z.namelist()), name
-    with zipfile.ZipFile(built["src"] / "cloud_vs_own.xlsx") as z:
+    with zipfile.ZipFile(built_workbooks["src"] / "cloud_vs_own.xlsx") as z:
         xml = z.read(next(n for n in z.namelist() if n.startswith("xl/charts/chart"))).decode()
         assert 'smooth val="0"' in xml and 'smooth val="1"' not in xml
 
@@ -291,7 +284,7 @@ def test_parity_registry_formulas(tmp_path):
     bad = []
     for row, name, plain, expected in cases:
         got = wb["Parity"].cell(row=row, column=2).value
-        if got is None or isinstance(got, str) or not _close(got, expected):
+        if got is None or isinstance(got, str) or not same_number(got, expected):
             bad.append(f"{name}{plain}: LibreOffice {got!r}, engine {expected!r}")
     assert not bad, "\n".join(bad[:15])
 

@@ -195,9 +195,18 @@ def _integer(arg: Arg, value) -> int:
     return int(_in_range(arg, x))
 
 
+def _cells(value):
+    """Every cell of a range (nested lists) or the one value."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _cells(item)
+    else:
+        yield value
+
+
 def coerce_arg(arg: Arg, value):
-    if arg.type != "list":
-        coerce.check_error_value(arg.name, value)
+    for cell in _cells(value) if arg.type == "list" else (value,):   # an error value passed in is passed on
+        coerce.check_error_value(arg.name, cell)
     if coerce.is_blank(value) or (arg.type == "list" and not value):
         if not arg.optional:
             raise value_error(f"{arg.name} is required: {arg.help}")

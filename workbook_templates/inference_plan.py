@@ -42,7 +42,7 @@ def build(path, inputs: dict | None = None) -> Book:
                     "Decode speed is the lesson's bandwidth-bound estimate: batch x bandwidth x efficiency / model "
                     "size. Memory is the lesson's inference estimate (weights + 20% for the KV cache).")
     book.section(ws, 4, "Inputs")
-    I = {}
+    inp = {}
     spec = [
         ("IP_RPM", "Requests per minute", 1000, "#,##0", "requests/min", None),
         ("IP_OutTokens", "Output tokens per request", 200, "#,##0", "tokens", None),
@@ -70,14 +70,14 @@ def build(path, inputs: dict | None = None) -> Book:
                "IP_CloudRate": cm.CLOUD_USD_PER_GPU_HOUR, "IP_HardwareCost": cm.HARDWARE_COST_USD, "IP_PowerW": cm.POWER_W,
                "IP_Kwh": cm.USD_PER_KWH, "IP_Lifetime": cm.LIFETIME_YEARS, "IP_Utilization": e.UTIL_DEFAULT}
     for r, (name, label, value, fmt, unit, choices) in enumerate(spec, start=5):
-        I[name] = book.input(ws, r, label, name, value, fmt=fmt, unit=unit, choices=choices, arg=args_of.get(name),
+        inp[name] = book.input(ws, r, label, name, value, fmt=fmt, unit=unit, choices=choices, arg=args_of.get(name),
                              allow_other=name == "IP_Model",
                              help="Catalog model name, or type a parameter count." if name == "IP_Model" else "",
                              whole=name in ("IP_GPUsPerInstance",))
-    gpu = I["IP_GPU"]
+    gpu = inp["IP_GPU"]
     top = 5 + len(spec) + 1          # results
     book.section(ws, top, "Results")
-    R = {}
+    res = {}
     r = top + 1
 
     def row(label, unit=""):
@@ -89,84 +89,84 @@ def build(path, inputs: dict | None = None) -> Book:
         r += 1
         return coord
 
-    params = book.params(ws, row("Parameters", "parameters"), I["IP_Model"])
-    R["size"] = book.calc(ws, row("Model file size", "GB (10^9 bytes)"), "MODEL_SIZE_GB",
-                          {"model_or_params": params, "precision": I["IP_Precision"]}, fmt='0.0" GB"', label="Model size")
-    R["tps"] = book.calc(ws, row("Decode speed per GPU", "tok/s"), "GPU_TOKENS_PER_SEC",
-                         {"gpu_or_bandwidth": gpu, "model_size_gb": R["size"], "batch": I["IP_Batch"],
-                          "efficiency": I["IP_Efficiency"]}, fmt=st.TOK_S, key=True, label="Tokens/s per GPU")
-    R["lat"] = book.calc(ws, row("Latency per token", "ms/token"), "TOKEN_LATENCY_MS",
-                         {"gpu_or_bandwidth": gpu, "model_size_gb": R["size"], "batch": I["IP_Batch"],
-                          "efficiency": I["IP_Efficiency"]}, fmt=st.MS, label="Token latency")
-    R["need"] = book.calc(ws, row("Throughput needed (with headroom)", "tok/s"), "TOKENS_PER_SEC_NEEDED",
-                          {"requests_per_minute": I["IP_RPM"], "tokens_per_request": I["IP_OutTokens"],
-                           "headroom": I["IP_Headroom"]}, fmt=st.TOK_S, key=True, label="Tokens/s needed")
-    R["per_req"] = book.calc(ws, row("Speed one response needs for the latency target", "tok/s"),
-                             "TOKENS_PER_SEC_PER_REQUEST", {"tokens_per_request": I["IP_OutTokens"],
-                                                            "latency_s": I["IP_Latency"]},
+    params = book.params(ws, row("Parameters", "parameters"), inp["IP_Model"])
+    res["size"] = book.calc(ws, row("Model file size", "GB (10^9 bytes)"), "MODEL_SIZE_GB",
+                          {"model_or_params": params, "precision": inp["IP_Precision"]}, fmt='0.0" GB"', label="Model size")
+    res["tps"] = book.calc(ws, row("Decode speed per GPU", "tok/s"), "GPU_TOKENS_PER_SEC",
+                         {"gpu_or_bandwidth": gpu, "model_size_gb": res["size"], "batch": inp["IP_Batch"],
+                          "efficiency": inp["IP_Efficiency"]}, fmt=st.TOK_S, key=True, label="Tokens/s per GPU")
+    res["lat"] = book.calc(ws, row("Latency per token", "ms/token"), "TOKEN_LATENCY_MS",
+                         {"gpu_or_bandwidth": gpu, "model_size_gb": res["size"], "batch": inp["IP_Batch"],
+                          "efficiency": inp["IP_Efficiency"]}, fmt=st.MS, label="Token latency")
+    res["need"] = book.calc(ws, row("Throughput needed (with headroom)", "tok/s"), "TOKENS_PER_SEC_NEEDED",
+                          {"requests_per_minute": inp["IP_RPM"], "tokens_per_request": inp["IP_OutTokens"],
+                           "headroom": inp["IP_Headroom"]}, fmt=st.TOK_S, key=True, label="Tokens/s needed")
+    res["per_req"] = book.calc(ws, row("Speed one response needs for the latency target", "tok/s"),
+                             "TOKENS_PER_SEC_PER_REQUEST", {"tokens_per_request": inp["IP_OutTokens"],
+                                                            "latency_s": inp["IP_Latency"]},
                              fmt=st.TOK_S, label="Tokens/s per request")
-    lat = R["lat"]
-    R["meets"] = book.glue(ws, row("Meets the latency target?"), f'IF(1000/{lat.coord}>={R["per_req"].coord},'
-                           f'"Yes","No")', lambda get: "Yes" if 1000 / get(lat) >= get(R["per_req"]) else "No",
+    lat = res["lat"]
+    res["meets"] = book.glue(ws, row("Meets the latency target?"), f'IF(1000/{lat.coord}>={res["per_req"].coord},'
+                           f'"Yes","No")', lambda get: "Yes" if 1000 / get(lat) >= get(res["per_req"]) else "No",
                            label="Meets latency")
-    R["gpus_tp"] = book.calc(ws, row("GPUs needed for the throughput", "GPUs"), "INSTANCES_NEEDED",
-                             {"tokens_per_sec_needed": R["need"], "tokens_per_sec_per_instance": R["tps"]},
+    res["gpus_tp"] = book.calc(ws, row("GPUs needed for the throughput", "GPUs"), "INSTANCES_NEEDED",
+                             {"tokens_per_sec_needed": res["need"], "tokens_per_sec_per_instance": res["tps"]},
                              fmt="#,##0", key=True, label="GPUs needed")
-    R["inst"] = book.calc(ws, row("Instances needed", "instances"), "INSTANCES_NEEDED",
-                          {"tokens_per_sec_needed": R["need"],
-                           "tokens_per_sec_per_instance": product(R["tps"], I["IP_GPUsPerInstance"])},
+    res["inst"] = book.calc(ws, row("Instances needed", "instances"), "INSTANCES_NEEDED",
+                          {"tokens_per_sec_needed": res["need"],
+                           "tokens_per_sec_per_instance": product(res["tps"], inp["IP_GPUsPerInstance"])},
                           fmt="#,##0", key=True, label="Instances needed")
-    R["mem"] = book.calc(ws, row("Memory to serve (weights + KV allowance)", "GB"), "GPU_MEMORY",
-                         {"model_or_params": params, "precision": I["IP_Precision"], "optimizer": Lit("none")},
+    res["mem"] = book.calc(ws, row("Memory to serve (weights + KV allowance)", "GB"), "GPU_MEMORY",
+                         {"model_or_params": params, "precision": inp["IP_Precision"], "optimizer": Lit("none")},
                          fmt=st.GB, label="Memory to serve")
-    R["copy"] = book.calc(ws, row("GPUs to hold one copy of the model", "GPUs"), "GPUS_NEEDED",
-                          {"memory_gb": R["mem"], "gpu_or_capacity": gpu, "headroom_gb": I["IP_Headroom_GB"]},
+    res["copy"] = book.calc(ws, row("GPUs to hold one copy of the model", "GPUs"), "GPUS_NEEDED",
+                          {"memory_gb": res["mem"], "gpu_or_capacity": gpu, "headroom_gb": inp["IP_Headroom_GB"]},
                           fmt="#,##0", label="GPUs per model copy")
-    R["fits"] = book.glue(ws, row("Fits on one GPU?"), f'IF({R["copy"].coord}=1,"Yes","No")',
-                          lambda get: "Yes" if get(R["copy"]) == 1 else "No", label="Fits on one GPU")
-    inst, per = R["inst"], I["IP_GPUsPerInstance"]
-    R["gpus"] = book.glue(ws, row("GPUs provisioned (instances x GPUs)", "GPUs"), f"{inst.coord}*{per.coord}",
+    res["fits"] = book.glue(ws, row("Fits on one GPU?"), f'IF({res["copy"].coord}=1,"Yes","No")',
+                          lambda get: "Yes" if get(res["copy"]) == 1 else "No", label="Fits on one GPU")
+    inst, per = res["inst"], inp["IP_GPUsPerInstance"]
+    res["gpus"] = book.glue(ws, row("GPUs provisioned (instances x GPUs)", "GPUs"), f"{inst.coord}*{per.coord}",
                           lambda get: get(inst) * get(per), fmt="#,##0", label="GPUs provisioned")
-    hours = I["IP_HoursPerMonth"]
-    R["cloud_m"] = book.calc(ws, row("Monthly cost, cloud", "$/month"), "JOB_COST",
-                             {"usd_per_hour": product(R["gpus"], I["IP_CloudRate"]), "hours": hours},
+    hours = inp["IP_HoursPerMonth"]
+    res["cloud_m"] = book.calc(ws, row("Monthly cost, cloud", "$/month"), "JOB_COST",
+                             {"usd_per_hour": product(res["gpus"], inp["IP_CloudRate"]), "hours": hours},
                              fmt=st.USD0, key=True, label="Monthly cost, cloud")
-    R["owned_h"] = book.calc(ws, row("Owned cost per used GPU-hour", "$/GPU-hour"), "OWNED_COST_PER_GPU_HOUR",
-                             {"hardware_cost_usd": I["IP_HardwareCost"], "lifetime_years": I["IP_Lifetime"],
-                              "power_w": I["IP_PowerW"], "usd_per_kwh": I["IP_Kwh"],
-                              "utilization": I["IP_Utilization"]}, fmt=st.USD, label="Owned $/GPU-hour")
-    R["owned_m"] = book.calc(ws, row("Monthly cost, owned (used hours)", "$/month"), "JOB_COST",
-                             {"usd_per_hour": product(R["gpus"], R["owned_h"]),
-                              "hours": product(hours, I["IP_Utilization"])},
+    res["owned_h"] = book.calc(ws, row("Owned cost per used GPU-hour", "$/GPU-hour"), "OWNED_COST_PER_GPU_HOUR",
+                             {"hardware_cost_usd": inp["IP_HardwareCost"], "lifetime_years": inp["IP_Lifetime"],
+                              "power_w": inp["IP_PowerW"], "usd_per_kwh": inp["IP_Kwh"],
+                              "utilization": inp["IP_Utilization"]}, fmt=st.USD, label="Owned $/GPU-hour")
+    res["owned_m"] = book.calc(ws, row("Monthly cost, owned (used hours)", "$/month"), "JOB_COST",
+                             {"usd_per_hour": product(res["gpus"], res["owned_h"]),
+                              "hours": product(hours, inp["IP_Utilization"])},
                              fmt=st.USD0, key=True, label="Monthly cost, owned")
-    R["c1m"] = book.calc(ws, row("Owned cost per 1M output tokens (lesson model)", "$ per 1M"),
+    res["c1m"] = book.calc(ws, row("Owned cost per 1M output tokens (lesson model)", "$ per 1M"),
                          "COST_PER_1M_TOKENS",
-                         {"hardware_cost_usd": I["IP_HardwareCost"], "utilization": I["IP_Utilization"],
-                          "tokens_per_sec": R["tps"], "lifetime_years": I["IP_Lifetime"],
-                          "usd_per_kwh": I["IP_Kwh"], "power_w": I["IP_PowerW"]},
+                         {"hardware_cost_usd": inp["IP_HardwareCost"], "utilization": inp["IP_Utilization"],
+                          "tokens_per_sec": res["tps"], "lifetime_years": inp["IP_Lifetime"],
+                          "usd_per_kwh": inp["IP_Kwh"], "power_w": inp["IP_PowerW"]},
                          fmt='"$"#,##0.0000', label="Owned $ per 1M output tokens")
-    rpm, tin, tout = I["IP_RPM"], I["IP_InTokens"], I["IP_OutTokens"]
-    R["tok_m"] = book.glue(ws, row("Tokens per month (input + output)", "tokens"),
+    rpm, tin, tout = inp["IP_RPM"], inp["IP_InTokens"], inp["IP_OutTokens"]
+    res["tok_m"] = book.glue(ws, row("Tokens per month (input + output)", "tokens"),
                            f"{rpm.coord}*60*{hours.coord}*({tin.coord}+{tout.coord})",
                            lambda get: get(rpm) * 60 * get(hours) * (get(tin) + get(tout)), fmt="#,##0",
                            label="Tokens per month")
-    R["share"] = book.glue(ws, row("Input share of tokens"), f"{tin.coord}/({tin.coord}+{tout.coord})",
+    res["share"] = book.glue(ws, row("Input share of tokens"), f"{tin.coord}/({tin.coord}+{tout.coord})",
                            lambda get: get(tin) / (get(tin) + get(tout)), fmt="0.0%", label="Input share")
-    R["cloud_1m"] = book.glue(ws, row("Cloud cost per 1M tokens served (all tokens)", "$ per 1M"),
-                              f'{R["cloud_m"].coord}/{R["tok_m"].coord}*1000000',
-                              lambda get: get(R["cloud_m"]) / get(R["tok_m"]) * 1e6, fmt='"$"#,##0.0000',
+    res["cloud_1m"] = book.glue(ws, row("Cloud cost per 1M tokens served (all tokens)", "$ per 1M"),
+                              f'{res["cloud_m"].coord}/{res["tok_m"].coord}*1000000',
+                              lambda get: get(res["cloud_m"]) / get(res["tok_m"]) * 1e6, fmt='"$"#,##0.0000',
                               label="Cloud $ per 1M tokens")
-    R["api_m"] = book.calc(ws, row("API: monthly cost for the same tokens", "$/month"), "API_MONTHLY_COST",
-                           {"tokens_per_month": R["tok_m"], "input_share": R["share"],
-                            "api_usd_per_1m_input_tokens": I["IP_ApiIn"], "api_usd_per_1m_output_tokens": I["IP_ApiOut"]},
+    res["api_m"] = book.calc(ws, row("API: monthly cost for the same tokens", "$/month"), "API_MONTHLY_COST",
+                           {"tokens_per_month": res["tok_m"], "input_share": res["share"],
+                            "api_usd_per_1m_input_tokens": inp["IP_ApiIn"], "api_usd_per_1m_output_tokens": inp["IP_ApiOut"]},
                            fmt=st.USD0, key=True, label="API monthly cost")
-    blended = Expr(lambda s: f'{R["api_m"].coord}/{R["tok_m"].coord}*1000000',
-                   lambda get: get(R["api_m"]) / get(R["tok_m"]) * 1e6)
-    R["api_be"] = book.calc(ws, row("Self-hosting (cloud) beats the API above", "tokens/month"),
-                            "API_BREAKEVEN_TOKENS", {"self_host_usd_per_month": R["cloud_m"],
+    blended = Expr(lambda s: f'{res["api_m"].coord}/{res["tok_m"].coord}*1000000',
+                   lambda get: get(res["api_m"]) / get(res["tok_m"]) * 1e6)
+    res["api_be"] = book.calc(ws, row("Self-hosting (cloud) beats the API above", "tokens/month"),
+                            "API_BREAKEVEN_TOKENS", {"self_host_usd_per_month": res["cloud_m"],
                                                      "api_usd_per_1m_tokens": blended},
                             fmt="#,##0", label="API break-even tokens/month")
-    cm_, om, am = R["cloud_m"], R["owned_m"], R["api_m"]
+    cm_, om, am = res["cloud_m"], res["owned_m"], res["api_m"]
     book.glue(ws, row("Cheapest option this month"),
               f'IF(MIN({cm_.coord},{om.coord},{am.coord})={cm_.coord},"Cloud",'
               f'IF(MIN({cm_.coord},{om.coord},{am.coord})={om.coord},"Owned","API"))',
@@ -178,8 +178,8 @@ def build(path, inputs: dict | None = None) -> Book:
                               {"prompt_tokens": tin}),
                              ("COST_PER_1M_OUTPUT_TOKENS", "Cloud $ per 1M output tokens (architecture-aware)",
                               {"context": Expr(lambda s: f"{tin.ref(s)}+{tout.ref(s)}", lambda get: 0)})):
-        book.addin_only(label, fn, {"usd_per_gpu_hour": I["IP_CloudRate"], "model": I["IP_Model"], "gpu": gpu,
-                                    "precision": I["IP_Precision"], "batch": I["IP_Batch"], **extra},
+        book.addin_only(label, fn, {"usd_per_gpu_hour": inp["IP_CloudRate"], "model": inp["IP_Model"], "gpu": gpu,
+                                    "precision": inp["IP_Precision"], "batch": inp["IP_Batch"], **extra},
                         '"$"#,##0.0000')
     st.set_widths(ws, {"A": 46, "B": 20, "C": 16})
     ws.freeze_panes = "A4"
