@@ -86,3 +86,9 @@ def test_published_report_is_the_tools_output(report, capsys):
     published = (ROOT / "docs" / "accuracy-report.txt").read_text(encoding="utf-8")
     assert printed == published, "stale: run `python benchmarks/accuracy.py > docs/accuracy-report.txt`"
     assert printed.rstrip("\n") == accuracy.format_report(report)
+
+
+def test_accuracy_page_shows_the_current_report(report):
+    page = (ROOT / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    block = page.split("## Report output", 1)[1].split("```\n", 1)[1].rsplit("\n```", 1)[0]
+    assert block == accuracy.format_report(report)
