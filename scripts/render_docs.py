@@ -1,4 +1,4 @@
-"""Render each template workbook to PDF and a first-page PNG under docs/ for the README.
+"""Render each template workbook to PDF and a first-page PNG under docs/ (the README and docs/workbooks.md show them).
 
     python3 scripts/render_docs.py [--keep-pdf]
 

@@ -1,12 +1,15 @@
-"""The accuracy report against the shared measurements: the issue's three targets."""
+"""The accuracy report against the measured rows kept in benchmarks/measured: the issue's
+three targets, and the published report (docs/accuracy-report.txt) is the tool's output."""
 
+from pathlib import Path
 
 import pytest
 
-from udfs import accuracy
+from benchmarks import accuracy
 
-DIRECTORY = accuracy.measured_dir()
-pytestmark = pytest.mark.skipif(not DIRECTORY.is_dir(), reason=f"no measured data at {DIRECTORY}")
+ROOT = Path(__file__).resolve().parent.parent
+DIRECTORY = accuracy.default_measured_dir()
+FILES = ("inference_measured.csv", "training_measured.csv", "memory_measured.csv")
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +35,7 @@ def test_training_gpu_hours_median_within_15_percent(report):
 
 
 def test_every_row_is_compared_or_skipped_with_a_reason(report):
-    total = sum(len(accuracy.read_rows(DIRECTORY, name)) for name in
-                ("inference_measured.csv", "training_measured.csv", "memory_measured.csv"))
+    total = sum(len(accuracy.read_rows(DIRECTORY, name)) for name in FILES)
     assert all(s.reason for s in report.skipped)
     # an MFU row can also carry GPU-hours, so rows used >= rows
     assert len({c.row.split(" ")[0] for c in report.comparisons}) + len(report.skipped) == total
@@ -68,3 +70,25 @@ def test_env_override(monkeypatch, tmp_path):
     monkeypatch.setenv("FLOPSHEET_MEASURED", str(tmp_path))
     assert accuracy.measured_dir() == tmp_path
     assert accuracy.measured_dir("/x") == accuracy.Path("/x")
+
+
+def test_measured_rows_ship_with_the_repository_and_cite_a_source():
+    assert DIRECTORY == ROOT / "benchmarks" / "measured"
+    for name in FILES:
+        rows = accuracy.read_rows(DIRECTORY, name)
+        assert len(rows) >= 10, name
+        assert all(row["source"].strip() for _, row in rows), name
+
+
+def test_published_report_is_the_tools_output(report, capsys):
+    assert accuracy.main([]) == 0
+    printed = capsys.readouterr().out
+    published = (ROOT / "docs" / "accuracy-report.txt").read_text(encoding="utf-8")
+    assert printed == published, "stale: run `python benchmarks/accuracy.py > docs/accuracy-report.txt`"
+    assert printed.rstrip("\n") == accuracy.format_report(report)
+
+
+def test_accuracy_page_shows_the_current_report(report):
+    page = (ROOT / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    block = page.split("## Report output", 1)[1].split("```\n", 1)[1].rsplit("\n```", 1)[0]
+    assert block == accuracy.format_report(report)

@@ -1,7 +1,7 @@
 """Achievable fractions of peak, and fixed overheads, behind the architecture-aware
 estimates. Each is a physical quantity with a stated basis; none is fitted to one row.
-`python -m udfs.accuracy` shows how the estimates built on them compare with
-measurements (shared reference rows; the README keeps its output).
+The developer tool `python benchmarks/accuracy.py` shows how the estimates built on them
+compare with published measurements (benchmarks/measured; output in docs/accuracy-report.txt).
 """
 
 # Fraction of datasheet memory bandwidth a decode step achieves (MBU), by memory kind.
@@ -39,7 +39,7 @@ DECODE_COMPUTE_FRACTION = 0.60
 # Model FLOPs utilisation of large-scale pre-training, for TRAINING_GPU_HOURS by default:
 # published dense-LLM runs on A100/H100 report 38-49% (Megatron-LM 2021: 44-49%; OPT: 47%;
 # Llama 3 405B: 38-41%; MosaicML H100: 42-46%); Llama 2's GPU-hours imply ~39%.
-# Steady-state MFU (median ~45% in the shared rows) times ~90% goodput (checkpointing,
+# Steady-state MFU (median ~45% in the measured rows) times ~90% goodput (checkpointing,
 # restarts after failures, evaluation; Llama 3 paper: >90% effective training time) gives
 # ~40% for whole-run GPU-hours, which is what this default feeds.
 DEFAULT_MFU = 0.40

@@ -2,7 +2,7 @@
 
 Source: "Selecting GPUs for Training vs Inference" (the seed lesson) and its companion
 note on effective cost per A100-equivalent hour. Where the lesson's printed numbers
-disagree with its own code, the code wins (see the README's errata table). The lesson
+disagree with its own code, the code wins (see docs/errata.md). The lesson
 rounds only when printing; these functions return unrounded values.
 """
 

@@ -3,7 +3,7 @@ long or how fast, what it costs), ranked by cost or time, each with the reason i
 or fails. Nothing here encodes a rule of thumb: the verdicts come from the memory,
 speed, training-time and price estimates.
 
-Assumptions (stated in the README): training uses ZeRO-3 data parallelism with full
+Assumptions (stated in docs/cost-model.md): training uses ZeRO-3 data parallelism with full
 activation recompute, micro-batch 1 x 2,048 tokens; when the weights and gradients alone
 do not fit one GPU, the model must be sharded and the GPUs need an NVLink-class link
 (catalog.NVLINK_CLASS_GBS; the lesson: tensor parallelism over PCIe is impractical). LoRA/QLoRA jobs

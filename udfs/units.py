@@ -1,4 +1,4 @@
-"""Unit constants. Flopsheet's conventions (the README states them too):
+"""Unit constants. Flopsheet's conventions (docs/cost-model.md states them too):
 
 - GPU memory is in GB as GPU vendors and the lesson count it: 2**30 bytes (GiB).
   An "80 GB" H100 holds 80 GiB, so requirements and capacities compare directly.

@@ -1,12 +1,13 @@
 """Accuracy report: the architecture-aware estimates against measured reality.
 
-    python -m udfs.accuracy [--measured DIR] [--worst N]
+    python benchmarks/accuracy.py [--measured DIR] [--worst N]     (or python -m benchmarks.accuracy)
 
-Reads the shared reference measurements (`../shared/reference/measured/*.csv` beside the
-repository, or the directory in $FLOPSHEET_MEASURED or --measured) and compares every
-usable row with the engine's estimate. For each metric it prints the rows compared, the
-median absolute percentage error and the worst cases; rows that cannot be compared are
-listed with the reason. Standard library only.
+A developer tool, not part of the installed package. Reads the measured rows in
+`benchmarks/measured/*.csv` (each with its public source; see benchmarks/measured/README.md),
+or the directory in $FLOPSHEET_MEASURED or --measured, and compares every usable row with the
+engine's estimate. For each metric it prints the rows compared, the median absolute
+percentage error and the worst cases; rows that cannot be compared are listed with the
+reason. docs/accuracy-report.txt is its output. Standard library only.
 
 Metrics
   decode_b1       decode tokens/s of one sequence (batch 1)
@@ -30,10 +31,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import calibration as cal
-from . import catalog, serving, training
-from .errors import FlopsheetError
-from .units import GIB
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))   # run as a script from a checkout
+
+from udfs import calibration as cal  # noqa: E402
+from udfs import catalog, serving, training  # noqa: E402
+from udfs.errors import FlopsheetError  # noqa: E402
+from udfs.units import GIB  # noqa: E402
 
 METRICS = {
     "decode_b1": "Decode tokens/s at batch 1",
@@ -98,7 +102,7 @@ class Report:
 # ---------------------------------------------------------------------------- locating
 
 def default_measured_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "shared" / "reference" / "measured"
+    return HERE / "measured"
 
 
 def measured_dir(override: str | None = None) -> Path:
@@ -485,9 +489,9 @@ def format_report(report: Report, worst: int = 5) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m udfs.accuracy", description=__doc__.split("\n")[0])
-    parser.add_argument("--measured", help="directory of measured CSV files (default: ../shared/reference/"
-                                           "measured beside the repository, or $FLOPSHEET_MEASURED)")
+    parser = argparse.ArgumentParser(prog="python benchmarks/accuracy.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--measured", help="directory of measured CSV files (default: benchmarks/measured, "
+                                           "or $FLOPSHEET_MEASURED)")
     parser.add_argument("--worst", type=int, default=5, help="worst cases shown per metric (default 5)")
     args = parser.parse_args(argv)
     directory = measured_dir(args.measured)

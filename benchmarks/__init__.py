@@ -1,0 +1,1 @@
+"""Developer tools that measure Flopsheet (accuracy, server latency, report speed); not installed."""
