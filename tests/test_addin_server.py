@@ -4,7 +4,6 @@ shared/notes/excel-runtimes.md), every registry function compared with the engin
 
 import importlib.util
 import json
-import math
 import os
 import random
 import socket
@@ -24,14 +23,12 @@ if importlib.util.find_spec("xlwings_server") is None:
 
 from addin.spec import arg_doc, python_optional, registry_functions  # noqa: E402
 from udfs import registry  # noqa: E402
-from udfs.errors import FlopsheetError  # noqa: E402
-from udfs.table import Table  # noqa: E402
+
+from .officejs import engine, same  # noqa: E402
 
 pytestmark = pytest.mark.server
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"  # only ever loopback
-ERROR_TYPES = {"#DIV/0!": "Div0", "#N/A": "NotAvailable", "#NAME?": "Name", "#NULL!": "Null",
-               "#NUM!": "Num", "#REF!": "Ref", "#VALUE!": "Value"}
 
 
 def _free_port() -> int:
@@ -107,38 +104,6 @@ def as_excel(fn, scalar_args, enums: set[str]):
         else:
             out.append([[scalar_args[i]]])
     return out
-
-
-def expected_cells(result):
-    """The engine's answer as the server must send it (2-D, errors as Excel error objects)."""
-    if isinstance(result, Table):
-        return result.to_list()
-    if isinstance(result, list):
-        return result
-    return [[result]]
-
-
-def same(actual, expected) -> bool:
-    if isinstance(expected, list):
-        return (isinstance(actual, list) and len(actual) == len(expected)
-                and all(same(a, e) for a, e in zip(actual, expected)))
-    if isinstance(expected, str) and expected in ERROR_TYPES:
-        return actual == {"type": "Error", "errorType": ERROR_TYPES[expected]}
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return actual == expected
-    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
-        return math.isclose(actual, expected, rel_tol=1e-12, abs_tol=1e-12)
-    if expected is None:
-        return actual in ("", None)
-    return actual == expected
-
-
-def engine(fn, *args):
-    """(200, cells) or (400, message) from the engine itself."""
-    try:
-        return 200, expected_cells(registry.call_array(fn, *args))
-    except FlopsheetError as e:
-        return 400, str(e)
 
 
 def check(server, fn, excel_args, expected):
