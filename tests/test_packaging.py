@@ -4,6 +4,8 @@ udfs.__version__ only, and the wheel installs in a fresh virtual environment whe
 `flopsheet calc GPU_TOKENS_PER_SEC H100 14` prints 167.5 (the README's first example)."""
 
 import email
+import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -26,7 +28,7 @@ def run(command, **kw):
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dist")
+    out = tmp_path_factory.mktemp("package") / "dist"
     run([sys.executable, "-m", "build", "--outdir", out, ROOT])
     wheels, sdists = list(out.glob("*.whl")), list(out.glob("*.tar.gz"))
     assert [w.name for w in wheels] == [f"flopsheet-{__version__}-py3-none-any.whl"]
@@ -75,18 +77,30 @@ def test_version_is_single_sourced():
     assert f"## {__version__}" in (ROOT / "CHANGELOG.md").read_text()
 
 
-def test_wheel_installs_in_a_fresh_venv_and_calculates(dist, tmp_path):
+def readme_install_steps() -> str:
+    """The README's shell block that installs the built wheel (also looked for in docs/)."""
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]:
+        for block in re.findall(r"```(?:bash|sh|console)\n(.*?)```", doc.read_text(encoding="utf-8"), re.S):
+            if "py3-none-any.whl" in block and "pip install" in block and "flopsheet calc" in block:
+                return block
+    pytest.fail("no install-from-wheel steps (pip install ...py3-none-any.whl; flopsheet calc) in README.md or docs/")
+
+
+def test_readme_install_steps_work_in_a_fresh_venv(dist, tmp_path):
+    """Run the README's steps as written, with HOME in a temporary folder and the built
+    dist/ beside the working folder: a fresh venv, the wheel, and the first calculation."""
     wheel, _ = dist
-    venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", venv])
-    bin_dir = venv / "bin"
-    run([bin_dir / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel])
-    # from an empty folder, so that nothing of the checkout can be imported
-    work = tmp_path / "work"
-    work.mkdir()
-    assert run([bin_dir / "flopsheet", "calc", "GPU_TOKENS_PER_SEC", "H100", "14"], cwd=work).strip() == "167.5"
-    where = run([bin_dir / "python", "-c", "import udfs; print(udfs.__file__)"], cwd=work)
-    assert where.startswith(str(venv))
+    steps = readme_install_steps()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.pop("VIRTUAL_ENV", None)
+    out = run(["bash", "-euo", "pipefail", "-c", steps], cwd=wheel.parent.parent, env=env)
+    expected = re.search(r"flopsheet calc GPU_TOKENS_PER_SEC H100 14\s+#\s*(\S+)", steps).group(1)
+    assert out.strip().splitlines()[-1] == expected == "167.5"
+    venv_python = next(home.glob("*/bin/python"))
+    where = run([venv_python, "-c", "import udfs; print(udfs.__file__)"], cwd=tmp_path)
+    assert where.startswith(str(home)), "flopsheet was imported from the venv, not the checkout"
     # the nothing-hosted Lite files come from the installed package alone (no xlwings needed)
-    run([bin_dir / "flopsheet", "addin", "lite", "--out", work / "lite"], cwd=work)
-    assert f'FLOPSHEET_VERSION = "{__version__}"' in (work / "lite" / "main.py").read_text()
+    run([venv_python.parent / "flopsheet", "addin", "lite", "--out", tmp_path / "lite"], cwd=tmp_path)
+    assert f'FLOPSHEET_VERSION = "{__version__}"' in (tmp_path / "lite" / "main.py").read_text()
