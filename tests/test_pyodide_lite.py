@@ -32,6 +32,7 @@ HERE = Path(__file__).resolve().parent / "pyodide"
 MAIN_DIR = "/home/pyodide/lite"
 ROW = {"range": [[32.77, 10.0, 2.5]]}  # JOB_COST hourly rates along a row (1x3)
 COLUMN = {"range": [[1.0], [2.0], [""]]}  # hours down a column, the last cell blank (3x1)
+EMPTY = {"range": [[1.0], [None]]}  # an empty cell is null (jsnull in Pyodide): the default
 
 
 def example(fn):
@@ -53,6 +54,8 @@ def cases():
         ("1xN row", "JOB_COST", [ROW, 10]),
         ("Nx1 column", "JOB_COST", [32.77, COLUMN]),
         ("NxM row x column", "JOB_COST", [ROW, COLUMN]),
+        ("Nx1 with an empty cell", "GPU_TOKENS_PER_SEC", ["H100", 14, EMPTY, None]),
+        ("omitted optionals", "GPU_MEMORY", [7e9, None, None, None, None, None]),
         ("NxM block", "MODEL_SIZE_GB", [{"range": [[7e9, 13e9], [70e9, 1e9]]}, "fp16"]),
         ("1xN text row", "GPU_TOKENS_PER_SEC", [{"range": [["H100", "A100", "RTX 4090"]]}, 14, None, None]),
         ("table GPU_LIST", "GPU_LIST", [None]),
@@ -160,6 +163,7 @@ def test_shapes_and_bad_inputs(lite):
     assert got["1xN row"]["result"][0][0] == pytest.approx(327.7)
     assert [len(r) for r in got["Nx1 column"]["result"]] == [1, 1, 1]
     assert [len(r) for r in got["NxM row x column"]["result"]] == [3, 3, 3]
+    assert got["Nx1 with an empty cell"]["result"] == [[pytest.approx(167.5)], [pytest.approx(167.5)]]
     assert [len(r) for r in got["NxM block"]["result"]] == [2, 2]
     assert got["table GPU_LIST"]["result"][0][0] == "name" and len(got["table GPU_LIST"]["result"]) > 5
     assert len(got["table GPU_MEMORY_TABLE"]["result"]) > 2

@@ -36,6 +36,7 @@ sys.path.insert(0, job["main_dir"])
 import main  # noqa: E402
 import xlwings  # noqa: E402
 import xlwings.server as lite  # noqa: E402
+from js import JSON  # noqa: E402
 
 meta = lite.custom_functions_meta(main)
 enums = {f["id"]: {p["name"] for p in f["parameters"] if "customEnumId" in p} for f in meta["functions"]}
@@ -60,6 +61,8 @@ async def call(name, args):
     data = {"func_name": name.lower(), "args": as_excel(name, args), "caller_address": "[Book1]Sheet1!A1",
             "client": "Office.js", "version": xlwings.__version__, "runtime": "1.4",
             "culture_info_name": "en-US", "date_format": "M/d/yyyy"}
+    # Through JavaScript, as Lite hands Excel's call over: JS null arrives as pyodide's jsnull.
+    data = JSON.parse(json.dumps(data)).to_py()
     try:
         return {"result": await lite.custom_functions_call(data, main)}
     except xlwings.XlwingsError as e:  # Lite shows the message in the cell as #VALUE!
