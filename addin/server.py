@@ -111,6 +111,10 @@ def serve(host: str = "127.0.0.1", port: int = 8000, project_dir: str | None = N
         path = write_project(default_project_dir())
     # Workers are new processes: they get this environment (FLOPSHEET_* settings included).
     env = server_environment(path.resolve(), licence_key)
+    if workers > 1 and not os.environ.get("XLWINGS_SOCKETIO_MESSAGE_QUEUE_URL"):
+        # socket.io sessions (only streaming functions use them; Flopsheet has none) would be
+        # split across workers without a message queue: leave them off unless the admin says.
+        env.setdefault("XLWINGS_ENABLE_SOCKETIO", os.environ.get("XLWINGS_ENABLE_SOCKETIO", "false"))
     os.environ.update(env)
     for entry in (str(path.resolve()), _repo_root()):
         if entry not in sys.path:

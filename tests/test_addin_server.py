@@ -372,3 +372,10 @@ def test_serve_refuses_options_that_cannot_work(options, message, tmp_path):
     r = subprocess.run([sys.executable, "-m", "udfs", "serve", "--port", str(_free_port()), *options], cwd=tmp_path,
                        env=dict(env, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and message in r.stderr
+
+
+def test_socketio_is_off_with_several_workers(server):
+    """socket.io sessions would be split between workers (no message queue): with several
+    workers it is switched off; Flopsheet's functions only use the HTTP call endpoint."""
+    r = server.get("/socket.io/", params={"EIO": "4", "transport": "polling"})
+    assert (r.status_code == 200) == (server.workers == 1), (server.workers, r.status_code)
