@@ -119,10 +119,6 @@ def standalone_main() -> str:
         sha256=hashlib.sha256(data).hexdigest(), archive=base64.encodebytes(data).decode("ascii"))
 
 
-def wheel_name() -> str:
-    return f"flopsheet-{__version__}-py3-none-any.whl"
-
-
 def build_wheel(out: Path) -> Path | None:
     """Build the wheel from a source checkout (pyproject.toml beside the packages)."""
     root = Path(__file__).resolve().parent.parent
