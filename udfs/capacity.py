@@ -55,7 +55,9 @@ def _flops(gpu: Gpu, precision: str, fraction: float) -> float:
 
 
 def _link(gpu: Gpu) -> str:
-    fast = "nvlink" in (gpu.interconnect or "").lower() and (gpu.interconnect_gbs or 0) > 200
+    """GPU-to-GPU fabric (NVLink, AMD Infinity Fabric) or PCIe, for all-reduce latency."""
+    text = (gpu.interconnect or "").lower()
+    fast = ("nvlink" in text or "infinity fabric" in text) and (gpu.interconnect_gbs or 0) > 200
     return "nvlink" if fast else "pcie"
 
 
@@ -124,7 +126,7 @@ def decode_step(model: Model, gpu: Gpu, precision: str = "fp16", batch: float = 
                 n_gpus: int = 1, kv_precision: str | None = None, eng: Engine | str | None = None) -> Step:
     """One decode step of `batch` sequences holding `context` tokens each (the mean length)."""
     serving._require_arch(model)
-    eng = engine_profile(eng)
+    eng = engine_profile(eng, gpu)
     kv_precision = kv_precision or eng.kv_format(precision)
     split = _split(eng, n_gpus)
     bandwidth = _bandwidth(gpu, precision, eng)
@@ -170,7 +172,7 @@ def prefill_seconds(model: Model, gpu: Gpu, precision: str = "fp16", prompt_toke
     compute, never less than reading the weights once per chunk of the engine's token budget,
     plus the engine's fixed costs per chunk."""
     serving._require_arch(model)
-    eng = engine_profile(eng)
+    eng = engine_profile(eng, gpu)
     split = _split(eng, n_gpus)
     tokens = prompt_tokens * batch
     chunks = max(1, math.ceil(tokens / eng.max_num_tokens)) if eng.max_num_tokens else 1
@@ -245,7 +247,7 @@ def serving_point(model: Model, gpu: Gpu, precision: str = "fp16", prompt_tokens
                   eng: Engine | str | None = None, kv_precision: str | None = None,
                   max_ttft_ms: float | None = None) -> ServingPoint:
     """The largest batch that fits (and meets the latency targets), and what it delivers."""
-    eng = engine_profile(eng)
+    eng = engine_profile(eng, gpu)
     if n_gpus < 1:
         raise num_error("n_gpus must be >= 1")
     if prompt_tokens < 1 or output_tokens < 1:

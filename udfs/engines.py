@@ -23,7 +23,11 @@ from functools import cache
 from .catalog import Gpu, _build, _read, precision_row
 from .names import NameIndex
 
-DEFAULT_ENGINE = "vLLM"
+# The engine assumed when none is given: the one a vendor's own throughput figures use on
+# its GPUs (NVIDIA publishes TensorRT-LLM numbers), vLLM on every other accelerator.
+DEFAULT_ENGINES = {"NVIDIA": "TensorRT-LLM"}
+FALLBACK_ENGINE = "vLLM"
+DEFAULT_ENGINE_TEXT = "TensorRT-LLM on NVIDIA GPUs, vLLM on others"
 
 
 @dataclass(frozen=True)
@@ -102,12 +106,16 @@ def _index() -> NameIndex[Engine]:
     return index
 
 
-def engine(name: str | Engine | None = None) -> Engine:
-    """An engine profile by any of its names; blank means the default engine (vLLM)."""
+def default_engine_name(gpu: Gpu | None = None) -> str:
+    return DEFAULT_ENGINES.get(gpu.vendor if gpu else "", FALLBACK_ENGINE)
+
+
+def engine(name: str | Engine | None = None, gpu: Gpu | None = None) -> Engine:
+    """An engine profile by any of its names; blank means the default for the GPU."""
     if isinstance(name, Engine):
         return name
     text = (name or "").strip() if isinstance(name, str) or name is None else str(name)
-    return _index().resolve(text or DEFAULT_ENGINE)
+    return _index().resolve(text or default_engine_name(gpu))
 
 
 def engine_names() -> list[str]:
