@@ -115,11 +115,24 @@ def read(directory: Path) -> list[tuple[str, dict[str, str]]]:
         return [(f"{path.name}:{i}", r) for i, r in enumerate(csv.DictReader(handle), start=2)]
 
 
-def _engine(name: str) -> tuple[engines.Engine, str]:
+def _engine(name: str, gpu: catalog.Gpu) -> tuple[engines.Engine, str]:
     mapped = ENGINE_ALIASES.get(name.strip().lower())
     if mapped:
         return engines.engine(mapped[0]), mapped[1]
-    return engines.engine(name), ""
+    try:
+        return engines.engine(name, gpu), ""
+    except FlopsheetError:
+        default = engines.engine("", gpu)
+        return default, f"engine '{name}' has no profile: {default.name}'s used"
+
+
+def _constraints(row: dict[str, str]) -> tuple[float | None, float | None]:
+    """Latency limits of a server scenario, from the row's note ("TTFT 2 s, TPOT 200 ms")."""
+    limits = []
+    for what in ("TPOT", "TTFT"):
+        match = re.search(what + r"\s*([\d.]+)\s*(ms|s)\b", row["note"])
+        limits.append(None if not match else float(match.group(1)) * (1000 if match.group(2) == "s" else 1))
+    return limits[0], limits[1]
 
 
 def _lengths(row: dict[str, str]) -> tuple[float | None, float | None]:
@@ -150,7 +163,7 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
         return f"{label}\n      GPU '{row['gpu']}' is not in the catalog"
     if model is None:
         return f"{label}\n      model '{row['model']}' is not in the catalog"
-    eng, note = _engine(row["engine"])
+    eng, note = _engine(row["engine"], gpu)
     precision = find_precision(row["precision"]) or eng.vendor_precision(gpu)
     if not find_precision(row["precision"]):
         note = "; ".join(filter(None, [note, f"precision not recorded: {precision}, the fastest format "
@@ -164,7 +177,11 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
     if value_text.upper() == "OOM":
         return Case("fit", batch=1, prompt=prompt or 0, output=output or 0, measured=0, unit="fits",
                     note=note, **common)
-    value = float(value_text)
+    value = number(value_text)
+    if value is None or value <= 0:
+        return f"{label}\n      value '{value_text}' is not a measurement"
+    if unit.strip() in ("s", "seconds", "sec"):
+        value, unit = value * 1000, "ms"
     if "ms/token" in unit:                     # throughput-normalised: total time / (batch x tokens)
         prompt, output = HF_BLOOM_LENGTHS
         note = "; ".join(filter(None, [note, f"ms/token = 1000 / tokens/s; prompt {prompt}, "
@@ -176,10 +193,10 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
         return Case("prefill", batch=1, prompt=prompt or 1, output=1, measured=value, unit="tokens/s",
                     note=note, **common)
     if not batch_text.isdigit():
-        server = "server" in metric_text
+        tpot, ttft = _constraints(row) if ("server" in metric_text or "interactive" in metric_text) else (None, None)
         return Case("max_throughput", batch=0, prompt=prompt or 1, output=output or 1,
                     measured=_total(value, row, n_gpus), unit="tokens/s", note=note, system="mlperf" in metric_text,
-                    max_tpot_ms=200 if server else None, max_ttft_ms=2000 if server else None, **common)
+                    max_tpot_ms=tpot, max_ttft_ms=ttft, **common)
     batch = int(batch_text)
     if batch == 1:
         return Case("decode_b1", batch=1, prompt=prompt or 0, output=output or 1, measured=value,
@@ -189,6 +206,13 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
                                                                         " (see PER_GPU_SOURCES)")]))
     return Case("fixed_batch", batch=batch, prompt=prompt or 1, output=output or 1,
                 measured=_total(value, row, n_gpus), unit="tokens/s", note=note, **common)
+
+
+def safe_parse(ref: str, row: dict[str, str]) -> Case | str:
+    try:
+        return parse(ref, row)
+    except (FlopsheetError, ValueError, KeyError, TypeError) as exc:
+        return f"{ref} {row.get('model', '')}\n      could not read the row: {exc}"
 
 
 # ---------------------------------------------------------------------------- estimates
@@ -204,9 +228,10 @@ def estimate(case: Case, eng: engines.Engine) -> float:
         return case.batch * case.output / (prefill + case.output * step)
     if case.metric == "max_throughput":
         return max_throughput(case, eng)
+    if case.metric == "prefill" and case.unit == "ms":
+        return capacity.time_to_first_token_s(m, g, p, case.prompt, 1, n, eng) * 1000
     if case.metric == "prefill":
-        seconds = capacity.prefill_seconds(m, g, p, case.prompt, 1, n, eng)
-        return seconds * 1000 if case.unit == "ms" else case.prompt / seconds
+        return case.prompt / capacity.prefill_seconds(m, g, p, case.prompt, 1, n, eng)
     raise ValueError(case.metric)
 
 
@@ -308,7 +333,7 @@ def profile(case: Case, cases: list[Case], leave_out: Case | None = None) -> eng
 def evaluate(directory: Path) -> tuple[list[Result], list[tuple[Case, bool]], list[str]]:
     cases, skipped = [], []
     for ref, row in read(directory):
-        parsed = parse(ref, row)
+        parsed = safe_parse(ref, row)
         (skipped if isinstance(parsed, str) else cases).append(parsed)
     results, fit_rows = [], []
     scored = [c for c in cases if c.metric != "fit"]
@@ -373,7 +398,7 @@ def format_report(results, fit_rows, skipped, cases_for_fit, worst: int = 8) -> 
 
 
 def cases_of(directory: Path) -> list[Case]:
-    return [c for c in (parse(ref, row) for ref, row in read(directory))
+    return [c for c in (safe_parse(ref, row) for ref, row in read(directory))
             if not isinstance(c, str) and c.metric != "fit"]
 
 

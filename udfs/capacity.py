@@ -181,6 +181,17 @@ def prefill_seconds(model: Model, gpu: Gpu, precision: str = "fp16", prompt_toke
     return max(compute, reads) + chunks * _overhead_s(model, gpu, eng, n_gpus)
 
 
+def time_to_first_token_s(model: Model, gpu: Gpu, precision: str = "fp16", prompt_tokens: float = 1024,
+                          batch: float = 1, n_gpus: int = 1, eng: Engine | str | None = None,
+                          running: float | None = None) -> float:
+    """Prefill of the prompts, plus one decode step: the first token goes out at the end of an
+    engine iteration, which also carries the decode of the running batch (`running`
+    sequences; by default the arriving batch itself, which is what a lone request sees)."""
+    eng = engine_profile(eng, gpu)
+    step = decode_step(model, gpu, precision, running or batch, prompt_tokens, n_gpus, None, eng).total
+    return prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus, eng) + step
+
+
 # ---------------------------------------------------------------------------- KV capacity
 
 def kv_budget_gib(model: Model, gpu: Gpu, precision: str, n_gpus: int, eng: Engine) -> float:
@@ -228,7 +239,7 @@ def _tpot_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> fl
 
 
 def _ttft_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
-    """A new request's prefill, after the step in flight finishes."""
+    """A new request's prefill, finished in an iteration that also decodes the running batch."""
     step = decode_step(model, gpu, precision, batch, prompt + output / 2, n_gpus, kv, eng).total
     return prefill_seconds(model, gpu, precision, prompt, 1, n_gpus, eng) + step
 
