@@ -27,7 +27,7 @@ from . import serving
 from .arch import kv_bytes_per_token
 from .catalog import Gpu, Model, precision_row
 from .engines import Engine, engine as engine_profile
-from .errors import num_error
+from .errors import FlopsheetError, num_error
 from .units import GIB, TB
 
 HOP_US = {"nvlink": 10.0, "pcie": 30.0}   # hand-off between pipeline stages (one activation row)
@@ -256,8 +256,9 @@ def _largest(limit: int, ok) -> int:
 def serving_point(model: Model, gpu: Gpu, precision: str = "fp16", prompt_tokens: float = 1024,
                   output_tokens: float = 256, n_gpus: int = 1, max_tpot_ms: float | None = None,
                   eng: Engine | str | None = None, kv_precision: str | None = None,
-                  max_ttft_ms: float | None = None) -> ServingPoint:
-    """The largest batch that fits (and meets the latency targets), and what it delivers."""
+                  max_ttft_ms: float | None = None, batch: int | None = None) -> ServingPoint:
+    """The largest batch that fits (and meets the latency targets), and what it delivers;
+    `batch` fixes the batch instead (an override: #NUM! when it does not fit)."""
     eng = engine_profile(eng, gpu)
     if n_gpus < 1:
         raise num_error("n_gpus must be >= 1")
@@ -267,7 +268,13 @@ def serving_point(model: Model, gpu: Gpu, precision: str = "fp16", prompt_tokens
     args = (model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
     fits = kv_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
     cap = eng.batch_cap(gpu)
-    batch, limited = (fits, "KV cache") if not cap or fits <= cap else (cap, "engine batch cap")
+    if batch is not None:
+        if batch < 1 or batch > fits:
+            raise num_error(f"batch {batch:g} does not fit: the KV cache holds {fits} sequences of "
+                            f"{prompt_tokens:g} + {output_tokens:g} tokens on {n_gpus} x {gpu.name}")
+        batch, limited = int(batch), "batch given"
+    else:
+        batch, limited = (fits, "KV cache") if not cap or fits <= cap else (cap, "engine batch cap")
     for target, latency, what in ((max_tpot_ms, _tpot_s, "TPOT"), (max_ttft_ms, _ttft_s, "TTFT")):
         if target is None:
             continue
@@ -302,26 +309,36 @@ class TrafficPlan:
 def gpus_for_traffic(model: Model, gpu: Gpu, requests_per_minute: float, prompt_tokens: float,
                      output_tokens: float, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None,
                      precision: str = "fp16", n_gpus: int | None = None, eng: Engine | str | None = None,
-                     headroom: float = DEFAULT_HEADROOM) -> TrafficPlan:
+                     headroom: float = DEFAULT_HEADROOM, batch: int | None = None) -> TrafficPlan:
     """Model copies (and GPUs) that serve `requests_per_minute` at the latency targets, each
     run at most at (1 - headroom) of its capacity. Without `n_gpus`, the tensor-parallel size
     among 1, 2, 4, 8 that needs the fewest GPUs."""
     if requests_per_minute <= 0:
         raise num_error("requests_per_minute must be > 0")
+    return plan_for_demand(model, gpu, requests_per_minute / 60 * output_tokens, prompt_tokens, output_tokens,
+                           max_tpot_ms, max_ttft_ms, precision, n_gpus, eng, headroom, batch)
+
+
+def plan_for_demand(model: Model, gpu: Gpu, demand_tokens_per_sec: float, prompt_tokens: float,
+                    output_tokens: float, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None,
+                    precision: str = "fp16", n_gpus: int | None = None, eng: Engine | str | None = None,
+                    headroom: float = DEFAULT_HEADROOM, batch: int | None = None) -> TrafficPlan:
+    """gpus_for_traffic for a demand in output tokens/s (0: one copy)."""
+    if demand_tokens_per_sec < 0:
+        raise num_error("the demand must be >= 0 tokens/s")
     if not 0 <= headroom < 1:
         raise num_error("headroom must be a fraction in [0, 1), e.g. 20%")
-    demand = requests_per_minute / 60 * output_tokens
     plans, reasons = [], []
     for n in ((n_gpus,) if n_gpus else TP_CHOICES):
         try:
             point = serving_point(model, gpu, precision, prompt_tokens, output_tokens, n, max_tpot_ms,
-                                  eng, None, max_ttft_ms)
-        except Exception as exc:            # FlopsheetError: no fit or no batch meets the target
-            reasons.append(str(exc))
+                                  eng, None, max_ttft_ms, batch)
+        except FlopsheetError as exc:        # no fit, or no batch meets the target, on n GPUs
+            reasons.append(exc.message)
             continue
-        copies = max(1, math.ceil(demand / (point.tokens_per_sec * (1 - headroom)) - 1e-9))
-        plans.append(TrafficPlan(copies, n, copies * n, demand, point,
-                                 demand / (copies * point.tokens_per_sec)))
+        copies = max(1, math.ceil(demand_tokens_per_sec / (point.tokens_per_sec * (1 - headroom)) - 1e-9))
+        plans.append(TrafficPlan(copies, n, copies * n, demand_tokens_per_sec, point,
+                                 demand_tokens_per_sec / (copies * point.tokens_per_sec)))
     if not plans:
-        raise num_error(reasons[-1].split(": ", 1)[-1] if reasons else "no configuration serves this traffic")
+        raise num_error(reasons[-1] if reasons else "no configuration serves this traffic")
     return min(plans, key=lambda p: (p.gpus, p.n_gpus))
