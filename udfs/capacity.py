@@ -301,7 +301,7 @@ class TrafficPlan:
     copies: int
     n_gpus: int                # GPUs per copy
     gpus: int
-    demand_tokens_per_sec: float
+    demand_tokens_per_sec: float   # with headroom
     point: ServingPoint        # the operating point of each copy
     utilization: float         # demand / capacity of the copies
 
@@ -310,24 +310,25 @@ def gpus_for_traffic(model: Model, gpu: Gpu, requests_per_minute: float, prompt_
                      output_tokens: float, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None,
                      precision: str = "fp16", n_gpus: int | None = None, eng: Engine | str | None = None,
                      headroom: float = DEFAULT_HEADROOM, batch: int | None = None) -> TrafficPlan:
-    """Model copies (and GPUs) that serve `requests_per_minute` at the latency targets, each
-    run at most at (1 - headroom) of its capacity. Without `n_gpus`, the tensor-parallel size
-    among 1, 2, 4, 8 that needs the fewest GPUs."""
+    """Model copies (and GPUs) that serve `requests_per_minute` at the latency targets, with
+    burst headroom on top of the average (1 + headroom, as TOKENS_PER_SEC_NEEDED). Without
+    `n_gpus`, the tensor-parallel size among 1, 2, 4, 8 that needs the fewest GPUs."""
     if requests_per_minute <= 0:
         raise num_error("requests_per_minute must be > 0")
-    return plan_for_demand(model, gpu, requests_per_minute / 60 * output_tokens, prompt_tokens, output_tokens,
-                           max_tpot_ms, max_ttft_ms, precision, n_gpus, eng, headroom, batch)
+    if headroom < 0:
+        raise num_error("headroom must be >= 0, e.g. 20%")
+    demand = requests_per_minute / 60 * output_tokens * (1 + headroom)
+    return plan_for_demand(model, gpu, demand, prompt_tokens, output_tokens, max_tpot_ms, max_ttft_ms,
+                           precision, n_gpus, eng, batch)
 
 
 def plan_for_demand(model: Model, gpu: Gpu, demand_tokens_per_sec: float, prompt_tokens: float,
                     output_tokens: float, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None,
                     precision: str = "fp16", n_gpus: int | None = None, eng: Engine | str | None = None,
-                    headroom: float = DEFAULT_HEADROOM, batch: int | None = None) -> TrafficPlan:
-    """gpus_for_traffic for a demand in output tokens/s (0: one copy)."""
+                    batch: int | None = None) -> TrafficPlan:
+    """Copies for a demand in output tokens/s, headroom included (0: one copy)."""
     if demand_tokens_per_sec < 0:
         raise num_error("the demand must be >= 0 tokens/s")
-    if not 0 <= headroom < 1:
-        raise num_error("headroom must be a fraction in [0, 1), e.g. 20%")
     plans, reasons = [], []
     for n in ((n_gpus,) if n_gpus else TP_CHOICES):
         try:
@@ -336,7 +337,7 @@ def plan_for_demand(model: Model, gpu: Gpu, demand_tokens_per_sec: float, prompt
         except FlopsheetError as exc:        # no fit, or no batch meets the target, on n GPUs
             reasons.append(exc.message)
             continue
-        copies = max(1, math.ceil(demand_tokens_per_sec / (point.tokens_per_sec * (1 - headroom)) - 1e-9))
+        copies = max(1, math.ceil(demand_tokens_per_sec / point.tokens_per_sec - 1e-9))
         plans.append(TrafficPlan(copies, n, copies * n, demand_tokens_per_sec, point,
                                  demand_tokens_per_sec / (copies * point.tokens_per_sec)))
     if not plans:
