@@ -44,9 +44,10 @@ def _bits(precision: str) -> int:
     return 8 if row.bits_per_param >= 8 else 4
 
 
-def _bandwidth(gpu: Gpu, precision: str, eng: Engine) -> float:
-    """Achieved bytes/s streaming weights and KV cache on one GPU."""
-    factor = eng.quantized_factor if serving._is_quantized(precision) else 1.0
+def _bandwidth(gpu: Gpu, precision: str | None, eng: Engine) -> float:
+    """Achieved bytes/s streaming weights in `precision` (None: the KV cache) on one GPU;
+    weight-only quantised formats are dequantised on the way, at a cost."""
+    factor = eng.quantized_factor if precision and serving._is_quantized(precision) else 1.0
     return gpu.bandwidth_tbs * TB * eng.bandwidth_fraction(gpu) * factor
 
 
@@ -145,7 +146,7 @@ def decode_step(model: Model, gpu: Gpu, precision: str = "fp16", batch: float = 
     kv_bytes = batch * held * kv_bytes_per_token(model, kv_precision) * _kv_replication(model, split) / split
     head_dim = model.head_dim or model.hidden // model.heads
     attn_flops = 4 * model.layers * model.heads * head_dim * held * batch / split
-    attention = max(kv_bytes / bandwidth, attn_flops / _flops(gpu, "fp16", eng.matmul_fraction(16)))
+    attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / _flops(gpu, "fp16", eng.matmul_fraction(16)))
     return Step(weights, attention, _allreduce_s(model, gpu, split, batch), _overhead_s(model, gpu, eng, n_gpus))
 
 
@@ -168,7 +169,7 @@ def prefill_compute_s(model: Model, gpu: Gpu, precision: str, prompt_tokens: flo
 
 def prefill_seconds(model: Model, gpu: Gpu, precision: str = "fp16", prompt_tokens: float = 1024,
                     batch: float = 1, n_gpus: int = 1, eng: Engine | str | None = None) -> float:
-    """Time to process `batch` prompts of `prompt_tokens` alone (time to first token): the
+    """Time to process `batch` prompts of `prompt_tokens` alone: the
     compute, never less than reading the weights once per chunk of the engine's token budget,
     plus the engine's fixed costs per chunk."""
     serving._require_arch(model)
