@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from . import calibration as cal
 from . import serving
 from .arch import kv_bytes_per_token
-from .catalog import Gpu, Model, precision_row
+from .catalog import Gpu, Model, Precision, as_precision
 from .engines import Engine, engine as engine_profile
 from .errors import FlopsheetError, num_error
 from .units import GIB, TB
@@ -35,24 +35,24 @@ HOP_US = {"nvlink": 10.0, "pcie": 30.0}   # hand-off between pipeline stages (on
 
 # ---------------------------------------------------------------------------- building blocks
 
-def _bits(precision: str) -> int:
+def _bits(precision: Precision | str) -> int:
     """Tensor-core width the matrix products run at (weight-only formats multiply in 16-bit)."""
-    row = precision_row(precision)
+    row = as_precision(precision)
     column = row.tensor_column or ""
     if column.startswith(("fp16", "bf16", "fp32", "tf32")) or row.bits_per_param >= 16:
         return 16
     return 8 if row.bits_per_param >= 8 else 4
 
 
-def _bandwidth(gpu: Gpu, precision: str | None, eng: Engine) -> float:
+def _bandwidth(gpu: Gpu, precision: Precision | None, eng: Engine) -> float:
     """Achieved bytes/s streaming weights in `precision` (None: the KV cache) on one GPU;
     weight-only quantised formats are dequantised on the way, at a cost."""
     factor = eng.quantized_factor if precision and serving._is_quantized(precision) else 1.0
     return gpu.bandwidth_tbs * TB * eng.bandwidth_fraction(gpu) * factor
 
 
-def _flops(gpu: Gpu, precision: str, fraction: float) -> float:
-    return serving._peak_flops(gpu, precision) * fraction
+def _flops(gpu: Gpu, precision: Precision | str, fraction: float) -> float:
+    return serving._peak_flops(gpu, as_precision(precision)) * fraction
 
 
 def _link(gpu: Gpu) -> str:
@@ -123,16 +123,17 @@ class Step:
         return self.weights + self.attention + self.allreduce + self.overhead
 
 
-def decode_step(model: Model, gpu: Gpu, precision: str = "fp16", batch: float = 1, context: float = 1024,
-                n_gpus: int = 1, kv_precision: str | None = None, eng: Engine | str | None = None) -> Step:
+def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", batch: float = 1, context: float = 1024,
+                n_gpus: int = 1, kv_precision: Precision | str | None = None, eng: Engine | str | None = None) -> Step:
     """One decode step of `batch` sequences holding `context` tokens each (the mean length)."""
     serving._require_arch(model)
     eng = engine_profile(eng, gpu)
+    precision = as_precision(precision)
     kv_precision = kv_precision or eng.kv_format(precision)
     split = _split(eng, n_gpus)
     bandwidth = _bandwidth(gpu, precision, eng)
     matmul = _flops(gpu, precision, eng.matmul_fraction(_bits(precision)))
-    width = precision_row(precision).bytes_per_param
+    width = precision.bytes_per_param
 
     per_expert, experts, k = _experts(model)
     dense = _matmul_params(model) - k * per_expert
@@ -158,22 +159,24 @@ def prefill_flops(model: Model, prompt_tokens: float, batch: float = 1) -> float
     return 2 * _matmul_params(model) * prompt_tokens * batch + attention
 
 
-def prefill_compute_s(model: Model, gpu: Gpu, precision: str, prompt_tokens: float, batch: float,
+def prefill_compute_s(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: float, batch: float,
                       n_gpus: int, eng: Engine) -> float:
     """Compute-bound part of a prefill (what it adds to a step that reads the weights anyway)."""
     split = _split(eng, n_gpus)
+    precision = as_precision(precision)
     rate = _flops(gpu, precision, eng.matmul_fraction(_bits(precision)))
     return prefill_flops(model, prompt_tokens, batch) / split / rate \
         + _allreduce_s(model, gpu, split, prompt_tokens * batch)
 
 
-def prefill_seconds(model: Model, gpu: Gpu, precision: str = "fp16", prompt_tokens: float = 1024,
+def prefill_seconds(model: Model, gpu: Gpu, precision: Precision | str = "bf16", prompt_tokens: float = 1024,
                     batch: float = 1, n_gpus: int = 1, eng: Engine | str | None = None) -> float:
     """Time to process `batch` prompts of `prompt_tokens` alone: the
     compute, never less than reading the weights once per chunk of the engine's token budget,
     plus the engine's fixed costs per chunk."""
     serving._require_arch(model)
     eng = engine_profile(eng, gpu)
+    precision = as_precision(precision)
     split = _split(eng, n_gpus)
     tokens = prompt_tokens * batch
     chunks = max(1, math.ceil(tokens / eng.max_num_tokens)) if eng.max_num_tokens else 1
@@ -182,7 +185,7 @@ def prefill_seconds(model: Model, gpu: Gpu, precision: str = "fp16", prompt_toke
     return max(compute, reads) + chunks * _overhead_s(model, gpu, eng, n_gpus)
 
 
-def time_to_first_token_s(model: Model, gpu: Gpu, precision: str = "fp16", prompt_tokens: float = 1024,
+def time_to_first_token_s(model: Model, gpu: Gpu, precision: Precision | str = "bf16", prompt_tokens: float = 1024,
                           batch: float = 1, n_gpus: int = 1, eng: Engine | str | None = None,
                           running: float | None = None) -> float:
     """Prefill of the prompts, plus one decode step: the first token goes out at the end of an
@@ -195,7 +198,7 @@ def time_to_first_token_s(model: Model, gpu: Gpu, precision: str = "fp16", promp
 
 # ---------------------------------------------------------------------------- KV capacity
 
-def kv_budget_gib(model: Model, gpu: Gpu, precision: str, n_gpus: int, eng: Engine) -> float:
+def kv_budget_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
     """GiB per GPU the engine gives the KV cache; #NUM! when the weights do not fit."""
     weights = serving.weight_bytes(model, precision) / n_gpus / GIB
     usable = gpu.memory_gb * (eng.memory_fraction if eng.memory_rule == "total" else 1.0)
@@ -207,8 +210,8 @@ def kv_budget_gib(model: Model, gpu: Gpu, precision: str, n_gpus: int, eng: Engi
     return left * (eng.memory_fraction if eng.memory_rule == "free" else 1.0)
 
 
-def kv_batch(model: Model, gpu: Gpu, precision: str, prompt_tokens: float, output_tokens: float,
-             n_gpus: int, kv_precision: str, eng: Engine) -> int:
+def kv_batch(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: float, output_tokens: float,
+             n_gpus: int, kv_precision: Precision | str, eng: Engine) -> int:
     """Sequences whose KV cache fits: each reserves prompt + output tokens (engines that
     guarantee no eviction) or, when blocks are handed out as tokens arrive, the mean length."""
     tokens = prompt_tokens + (output_tokens if eng.kv_reservation == "max" else output_tokens / 2)
@@ -254,13 +257,14 @@ def _largest(limit: int, ok) -> int:
     return lo
 
 
-def serving_point(model: Model, gpu: Gpu, precision: str = "fp16", prompt_tokens: float = 1024,
+def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16", prompt_tokens: float = 1024,
                   output_tokens: float = 256, n_gpus: int = 1, max_tpot_ms: float | None = None,
-                  eng: Engine | str | None = None, kv_precision: str | None = None,
+                  eng: Engine | str | None = None, kv_precision: Precision | str | None = None,
                   max_ttft_ms: float | None = None, batch: int | None = None) -> ServingPoint:
     """The largest batch that fits (and meets the latency targets), and what it delivers;
     `batch` fixes the batch instead (an override: #NUM! when it does not fit)."""
     eng = engine_profile(eng, gpu)
+    precision = as_precision(precision)
     if n_gpus < 1:
         raise num_error("n_gpus must be >= 1")
     if prompt_tokens < 1 or output_tokens < 1:
@@ -309,7 +313,7 @@ class TrafficPlan:
 
 def gpus_for_traffic(model: Model, gpu: Gpu, requests_per_minute: float, prompt_tokens: float,
                      output_tokens: float, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None,
-                     precision: str = "fp16", n_gpus: int | None = None, eng: Engine | str | None = None,
+                     precision: Precision | str = "bf16", n_gpus: int | None = None, eng: Engine | str | None = None,
                      headroom: float = DEFAULT_HEADROOM, batch: int | None = None) -> TrafficPlan:
     """Model copies (and GPUs) that serve `requests_per_minute` at the latency targets, with
     burst headroom on top of the average (1 + headroom, as TOKENS_PER_SEC_NEEDED). Without
@@ -325,7 +329,7 @@ def gpus_for_traffic(model: Model, gpu: Gpu, requests_per_minute: float, prompt_
 
 def plan_for_demand(model: Model, gpu: Gpu, demand_tokens_per_sec: float, prompt_tokens: float,
                     output_tokens: float, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None,
-                    precision: str = "fp16", n_gpus: int | None = None, eng: Engine | str | None = None,
+                    precision: Precision | str = "bf16", n_gpus: int | None = None, eng: Engine | str | None = None,
                     batch: int | None = None) -> TrafficPlan:
     """Copies for a demand in output tokens/s, headroom included (0: one copy)."""
     if demand_tokens_per_sec < 0:

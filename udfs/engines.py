@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from functools import cache
 
-from .catalog import Gpu, _build, _read, precision_row
+from .catalog import Gpu, Precision, _build, _read, as_precision
 from .names import NameIndex
 
 # The engine assumed when none is given: the one a vendor's own throughput figures use on
@@ -72,22 +72,22 @@ class Engine:
         big = (gpu.memory_gb or 0) >= 70 and "A100" not in gpu.name
         return self.large_gpu_max_batch if (big and self.large_gpu_max_batch) else self.max_batch
 
-    def kv_format(self, precision: str) -> str:
+    def kv_format(self, precision: Precision | str) -> str:
         """KV-cache format the engine uses when none is asked for: 16-bit, or FP8 for engines
         that build 8-bit-and-below float models with an FP8 cache (TensorRT-LLM)."""
-        row = precision_row(precision)
+        row = as_precision(precision)
         if self.kv_precision == "fp8_if_8bit" and row.kind == "float" and row.bits_per_param <= 8:
             return "fp8"
-        return "fp16"
+        return "bf16"
 
     def vendor_precision(self, gpu: Gpu) -> str:
         """The fastest format in the engine's list that the GPU has tensor cores for: what a
         vendor picks when a benchmark does not record it (MLPerf 'vendor-chosen')."""
         for name in self.precisions:
-            row = precision_row(name)
+            row = as_precision(name)
             if row.kind != "float" or gpu.tensor_tflops(name):
                 return name
-        return "fp16"
+        return "bf16"
 
 
 ENGINE_FIELDS = {f.name for f in fields(Engine)}
