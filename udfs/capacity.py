@@ -204,7 +204,7 @@ def kv_budget_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: in
     usable = gpu.memory_gb * (eng.memory_fraction if eng.memory_rule == "total" else 1.0)
     left = usable - weights - eng.activation_reserve_gib
     if left <= 0:
-        raise num_error(f"{model.name} at {precision} does not fit on {n_gpus} x {gpu.name}: "
+        raise num_error(f"{model.name} at {as_precision(precision).name} does not fit on {n_gpus} x {gpu.name}: "
                         f"{weights:.1f} GiB of weights per GPU + {eng.activation_reserve_gib:g} GiB "
                         f"reserve > {usable:.1f} GiB the {eng.name} engine uses")
     return left * (eng.memory_fraction if eng.memory_rule == "free" else 1.0)
