@@ -33,6 +33,21 @@ from .units import GIB, TB
 HOP_US = {"nvlink": 10.0, "pcie": 30.0}   # hand-off between pipeline stages (one activation row)
 
 
+class NoFit(FlopsheetError):
+    """#NUM!: the weights, or one sequence's KV cache, do not fit."""
+
+    def __init__(self, message: str):
+        super().__init__(message, "#NUM!")
+
+
+class TooSlow(FlopsheetError):
+    """#NUM!: no batch meets a latency target; `best_ms` is what one sequence gets."""
+
+    def __init__(self, message: str, what: str, best_ms: float):
+        super().__init__(message, "#NUM!")
+        self.what, self.best_ms = what, best_ms
+
+
 # ---------------------------------------------------------------------------- building blocks
 
 def _bits(precision: Precision | str) -> int:
@@ -204,7 +219,7 @@ def kv_budget_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: in
     usable = gpu.memory_gb * (eng.memory_fraction if eng.memory_rule == "total" else 1.0)
     left = usable - weights - eng.activation_reserve_gib
     if left <= 0:
-        raise num_error(f"{model.name} at {as_precision(precision).name} does not fit on {n_gpus} x {gpu.name}: "
+        raise NoFit(f"{model.name} at {as_precision(precision).name} does not fit on {n_gpus} x {gpu.name}: "
                         f"{weights:.1f} GiB of weights per GPU + {eng.activation_reserve_gib:g} GiB "
                         f"reserve > {usable:.1f} GiB the {eng.name} engine uses")
     return left * (eng.memory_fraction if eng.memory_rule == "free" else 1.0)
@@ -220,7 +235,7 @@ def kv_batch(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: 
     per_sequence = held * kv_bytes_per_token(model, kv_precision) * _kv_replication(model, split) / n_gpus / GIB
     fits = math.floor(kv_budget_gib(model, gpu, precision, n_gpus, eng) / per_sequence)
     if fits < 1:
-        raise num_error(f"the KV cache of one {tokens:g}-token sequence ({per_sequence:.2f} GiB per GPU) "
+        raise NoFit(f"the KV cache of one {tokens:g}-token sequence ({per_sequence:.2f} GiB per GPU) "
                         f"does not fit beside {model.name}'s weights on {n_gpus} x {gpu.name}")
     return fits
 
@@ -275,7 +290,7 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16", p
     cap = eng.batch_cap(gpu)
     if batch is not None:
         if batch < 1 or batch > fits:
-            raise num_error(f"batch {batch:g} does not fit: the KV cache holds {fits} sequences of "
+            raise NoFit(f"batch {batch:g} does not fit: the KV cache holds {fits} sequences of "
                             f"{prompt_tokens:g} + {output_tokens:g} tokens on {n_gpus} x {gpu.name}")
         batch, limited = int(batch), "batch given"
     else:
@@ -287,8 +302,8 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16", p
             raise num_error(f"max_{what.lower()}_ms must be > 0")
         best = latency(*args, 1) * 1000
         if best > target:
-            raise num_error(f"no batch meets {what} {target:g} ms: even one sequence takes {best:.1f} ms "
-                            f"on {n_gpus} x {gpu.name} with {eng.name}")
+            raise TooSlow(f"no batch meets {what} {target:g} ms: even one sequence takes {best:.1f} ms "
+                          f"on {n_gpus} x {gpu.name} with {eng.name}", what, best)
         if latency(*args, batch) * 1000 > target:
             batch, limited = _largest(batch, lambda b: latency(*args, b) * 1000 <= target), f"{what} target"
     tpot = _tpot_s(*args, batch)
@@ -334,17 +349,17 @@ def plan_for_demand(model: Model, gpu: Gpu, demand_tokens_per_sec: float, prompt
     """Copies for a demand in output tokens/s, headroom included (0: one copy)."""
     if demand_tokens_per_sec < 0:
         raise num_error("the demand must be >= 0 tokens/s")
-    plans, reasons = [], []
+    plans, failures = [], []
     for n in ((n_gpus,) if n_gpus else TP_CHOICES):
         try:
             point = serving_point(model, gpu, precision, prompt_tokens, output_tokens, n, max_tpot_ms,
                                   eng, None, max_ttft_ms, batch)
-        except FlopsheetError as exc:        # no fit, or no batch meets the target, on n GPUs
-            reasons.append(exc.message)
+        except (NoFit, TooSlow) as exc:      # on n GPUs; a wider group may still do
+            failures.append(exc)
             continue
         copies = max(1, math.ceil(demand_tokens_per_sec / point.tokens_per_sec - 1e-9))
         plans.append(TrafficPlan(copies, n, copies * n, demand_tokens_per_sec, point,
                                  demand_tokens_per_sec / (copies * point.tokens_per_sec)))
-    if not plans:
-        raise num_error(reasons[-1] if reasons else "no configuration serves this traffic")
+    if not plans:       # the widest group's reason; a latency failure says more than a fit failure
+        raise next((f for f in reversed(failures) if isinstance(f, TooSlow)), failures[-1])
     return min(plans, key=lambda p: (p.gpus, p.n_gpus))
