@@ -39,10 +39,7 @@ sys.path.insert(0, str(ROOT))
 from udfs import capacity, catalog, engines  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 
-try:                                       # the shared row-matching helpers
-    from benchmarks.accuracy import find_gpu, find_model, find_precision, number  # noqa: E402
-except ImportError:
-    from udfs.accuracy import find_gpu, find_model, find_precision, number  # noqa: E402
+from benchmarks.accuracy import find_gpu, find_model, find_precision, number  # noqa: E402  (row matching)
 
 METRICS = {
     "decode_b1": "Batch-1 decode tokens/s, with the row's engine",
@@ -99,14 +96,24 @@ class Case:
 
 @dataclass
 class Result:
+    """A scored case: its estimate with the shipped constants and with the row-chosen
+    constants re-chosen without it. Errors are (estimate - measured) / measured in the row's
+    own unit (for a latency, positive means the estimate is slower)."""
     case: Case
-    in_sample: float
-    out_of_sample: float
+    estimate: float
+    estimate_out: float
+
+    @property
+    def in_sample(self) -> float:
+        return self.estimate / self.case.measured - 1
+
+    @property
+    def out_of_sample(self) -> float:
+        return self.estimate_out / self.case.measured - 1
 
 
 def default_dir() -> Path:
-    here = ROOT / "benchmarks" / "measured"
-    return here if here.is_dir() else ROOT.parent / "shared" / "reference" / "measured"
+    return ROOT / "benchmarks" / "measured"
 
 
 def read(directory: Path) -> list[tuple[str, dict[str, str]]]:
@@ -342,12 +349,9 @@ def evaluate(directory: Path) -> tuple[list[Result], list[tuple[Case, bool]], li
             fit_rows.append((case, fits(case, case.engine)))
             continue
         try:
-            inside = math.exp(log_error(case, case.engine)) - 1
-            outside = math.exp(log_error(case, profile(case, scored, case))) - 1
+            results.append(Result(case, estimate(case, case.engine), estimate(case, profile(case, scored, case))))
         except FlopsheetError as exc:
             skipped.append(f"{case.label}\n      NO ESTIMATE: {exc}")
-            continue
-        results.append(Result(case, inside, outside))
     return results, fit_rows, skipped
 
 
@@ -366,7 +370,7 @@ def _pct(value: float | None) -> str:
 
 def format_report(results, fit_rows, skipped, cases_for_fit, worst: int = 8) -> str:
     lines = ["Serving accuracy: estimates against measured inference rows",
-             "error = (estimate - measured) / measured on speed (tokens/s, or 1/ms for latencies);",
+             "error = (estimate - measured) / measured, in the row's unit (tokens/s, or ms for latencies);",
              "in-sample: shipped constants; out-of-sample: each row-chosen constant re-chosen without the row",
              "", f"{'metric':<16}{'rows':>5}{'in-sample':>11}{'out-of-sample':>15}{'bias':>8}  description"]
     for key, title in METRICS.items():

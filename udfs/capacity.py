@@ -71,10 +71,8 @@ def _flops(gpu: Gpu, precision: Precision | str, fraction: float) -> float:
 
 
 def _link(gpu: Gpu) -> str:
-    """GPU-to-GPU fabric (NVLink, AMD Infinity Fabric) or PCIe, for all-reduce latency."""
-    text = (gpu.interconnect or "").lower()
-    fast = ("nvlink" in text or "infinity fabric" in text) and (gpu.interconnect_gbs or 0) > 200
-    return "nvlink" if fast else "pcie"
+    """An NVLink-class GPU fabric (NVLink, Infinity Fabric) or PCIe, for all-reduce latency."""
+    return "nvlink" if gpu.nvlink_class else "pcie"
 
 
 def _split(eng: Engine, n_gpus: int) -> int:
