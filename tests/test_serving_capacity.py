@@ -1,10 +1,13 @@
 """Serving capacity (udfs/capacity.py) and engine profiles (udfs/engines.py)."""
 
 import csv
+import subprocess
+import sys
 from importlib import resources
 
 import pytest
 
+import udfs
 from udfs import capacity, catalog, engines
 from udfs.errors import FlopsheetError
 
@@ -161,3 +164,48 @@ def test_gpus_for_traffic_bad_inputs():
     with pytest.raises(FlopsheetError) as info:
         capacity.gpus_for_traffic(L8, H100, 100, 512, 128, max_ttft_ms=0.01)
     assert "TTFT" in info.value.message
+
+
+# --- as a user runs it ---------------------------------------------------------------------
+def flopsheet(*args):
+    return subprocess.run([sys.executable, "-m", "udfs", *args], capture_output=True, text=True)
+
+
+def test_calc_serving_throughput_matches_the_trtllm_bench_row():
+    out = flopsheet("calc", "SERVING_THROUGHPUT", "Llama 3.1 8B", "H100 SXM", "fp8", "2048", "2048")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert abs(float(out.stdout) / 9305 - 1) <= 0.15
+
+
+@pytest.mark.parametrize("args,reason", [
+    (("SERVING_THROUGHPUT", "Llama 3.1 8B", "H100", "fp8", "1024", "256", "1", "0.5"), "no batch meets TPOT 0.5 ms"),
+    (("SERVING_THROUGHPUT", "Llama 3.3 70B", "RTX 4090"), "does not fit"),
+    (("SERVING_BATCH", "Llama 3.3 70B", "H200", "bf16", "200000", "200000"), "KV cache of one"),
+    (("SERVING_LATENCY_MS", "Llama 3.1 8B", "H100", "fp8", "1024", "256", "1", "", "tensorflow"), "unknown engine"),
+    (("GPUS_FOR_TRAFFIC", "Llama 3.1 405B", "RTX 4090", "100", "1024", "256"), "does not fit"),
+    (("GPUS_FOR_TRAFFIC", "Llama 3.1 8B", "H100", "100", "1024", "256", "0.5"), "no batch meets TPOT"),
+])
+def test_bad_inputs_are_excel_errors_with_the_reason(args, reason):
+    out = flopsheet("calc", *args)
+    assert out.returncode != 0
+    text = out.stdout + out.stderr
+    assert text.startswith(("#NUM!", "#N/A")) and reason in text and "Traceback" not in text
+
+
+def test_engine_argument_on_decode_prefill_and_ttft_changes_the_estimate():
+    for name, args in (("DECODE_TOKENS_PER_SEC", ("Llama 3 8B", "RTX 4090", "fp16", 1, 512, 1)),
+                       ("PREFILL_TOKENS_PER_SEC", ("Llama 3 8B", "RTX 4090", "fp16", 1024, 1, 1)),
+                       ("TIME_TO_FIRST_TOKEN_MS", ("Llama 3 8B", "RTX 4090", "fp16", 1024, 1, 1))):
+        default = udfs.call(name, *args)
+        assert default == udfs.call(name, *args, "TensorRT-LLM")          # the default on NVIDIA GPUs
+        assert udfs.call(name, *args, "hf") != default
+        assert udfs.call(name, *args, "llamacpp") == udfs.call(name, *args, "llama.cpp")
+
+
+def test_gpus_for_traffic_parts():
+    args = ("Llama 3.3 70B", "H100", 1000, 2048, 512, 50, "", "bf16", "", "", 0.2)
+    gpus, copies, per_copy = (udfs.call("GPUS_FOR_TRAFFIC", *args, part) for part in ("gpus", "copies",
+                                                                                       "gpus_per_copy"))
+    assert gpus == copies * per_copy and per_copy >= 2
+    tps = udfs.call("GPUS_FOR_TRAFFIC", *args, "tokens_per_sec_per_copy")
+    assert copies * tps >= 1000 / 60 * 512 * 1.2 > (copies - 1) * tps
