@@ -378,6 +378,10 @@ def format_report(results, fit_rows, skipped, cases_for_fit, worst: int = 8) -> 
         lines.append(f"{key:<16}{n:>5}{_pct(inside):>11}{_pct(outside):>15}{_pct(bias):>8}  {title}")
     right = sum(1 for c, f in fit_rows if not f)
     lines.append(f"{'fit':<16}{len(fit_rows):>5}{f'{right}/{len(fit_rows)} right':>26}          out-of-memory rows")
+    lines += ["", "By engine (all metrics; median absolute error out of sample):"]
+    for name in sorted({r.case.engine.name for r in results}):
+        rows = [r for r in results if r.case.engine.name == name]
+        lines.append(f"  {name:<28}{len(rows):>4} rows  {statistics.median(abs(r.out_of_sample) for r in rows):>6.1%}")
     lines += ["", "Constants chosen from rows (shipped value; value the rule picks from all rows):"]
     for fit in FITTED:
         shipped = getattr(engines.engine(fit.engine), fit.field)
