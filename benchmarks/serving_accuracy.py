@@ -88,6 +88,7 @@ class Case:
     max_tpot_ms: float | None = None
     max_ttft_ms: float | None = None
     system: bool = False  # a whole system's result (MLPerf): its GPUs may run several model copies
+    continuous: bool = False  # a fixed number of requests in flight under continuous batching
 
     def speed(self, value: float) -> float:
         """A figure where bigger is faster, so every error has the same sign convention."""
@@ -189,30 +190,52 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
         return f"{label}\n      value '{value_text}' is not a measurement"
     if unit.strip() in ("s", "seconds", "sec"):
         value, unit = value * 1000, "ms"
-    if "ms/token" in unit:                     # throughput-normalised: total time / (batch x tokens)
-        prompt, output = HF_BLOOM_LENGTHS
-        note = "; ".join(filter(None, [note, f"ms/token = 1000 / tokens/s; prompt {prompt}, "
-                                             f"{output} new tokens (the blog's scripts)"]))
-        value, unit = 1000 / value, "tokens/s"
-    if "ttft" in metric_text or "first-token" in metric_text:
+    batch = _batch(batch_text, metric_text)
+    per_token = "token" in unit + metric_text or any(k in metric_text for k in ("tpot", "itl", "inter-token"))
+    if "ms" in unit and per_token and "first" not in metric_text and "ttft" not in metric_text:
+        if "normali" in metric_text:           # throughput-normalised: total time / (batch x tokens)
+            if not (prompt and output):
+                prompt, output = HF_BLOOM_LENGTHS
+                note = "; ".join(filter(None, [note, f"prompt {prompt}, {output} new tokens (the blog's scripts)"]))
+            note = "; ".join(filter(None, [note, "ms/token = 1000 / tokens/s"]))
+            value = 1000 / value
+        else:                                   # time per output token of each sequence
+            note = "; ".join(filter(None, [note, "per-sequence ms/token: batch x 1000 / ms tokens/s"]))
+            value = (batch or 1) * 1000 / value
+        unit = "tokens/s"
+    elif any(w in unit for w in ("per user", "per sequence", "per request", "per stream")) and batch:
+        note = "; ".join(filter(None, [note, "per-sequence figure x batch"]))
+        value *= batch
+    if "ttft" in metric_text or "first-token" in metric_text or "first token" in metric_text:
         return Case("prefill", batch=1, prompt=prompt or 1, output=1, measured=value, unit="ms", note=note, **common)
     if "prefill" in metric_text or "prompt processing" in metric_text:
         return Case("prefill", batch=1, prompt=prompt or 1, output=1, measured=value, unit="tokens/s",
                     note=note, **common)
-    if not batch_text.isdigit():
+    if not batch:
         tpot, ttft = _constraints(row) if ("server" in metric_text or "interactive" in metric_text) else (None, None)
         return Case("max_throughput", batch=0, prompt=prompt or 1, output=output or 1,
                     measured=_total(value, row, n_gpus), unit="tokens/s", note=note, system="mlperf" in metric_text,
                     max_tpot_ms=tpot, max_ttft_ms=ttft, **common)
-    batch = int(batch_text)
     if batch == 1:
         return Case("decode_b1", batch=1, prompt=prompt or 0, output=output or 1, measured=value,
                     unit="tokens/s", note=note, **common)
     if _per_gpu(row) and n_gpus > 1:
         note = "; ".join(filter(None, [note, "per-GPU figure x GPUs" + ("" if "per gpu" in unit else
                                                                         " (see PER_GPU_SOURCES)")]))
+    continuous = "concurren" in batch_text + metric_text
+    if continuous:
+        note = "; ".join(filter(None, [note, "a fixed number of requests in flight: continuous batching at that batch"]))
     return Case("fixed_batch", batch=batch, prompt=prompt or 1, output=output or 1,
-                measured=_total(value, row, n_gpus), unit="tokens/s", note=note, **common)
+                measured=_total(value, row, n_gpus), unit="tokens/s", note=note, continuous=continuous, **common)
+
+
+def _batch(text: str, metric: str) -> int | None:
+    """Sequences decoded together, or None for a maximum-throughput run ("max", "1000 prompts")."""
+    if re.fullmatch(r"\d+", text):
+        return int(text)
+    if "concurren" in text + " " + metric and re.search(r"\d+", text):
+        return int(re.search(r"\d+", text).group(0))
+    return None
 
 
 def safe_parse(ref: str, row: dict[str, str]) -> Case | str:
@@ -229,6 +252,8 @@ def estimate(case: Case, eng: engines.Engine) -> float:
     m, g, p, n = case.model, case.gpu, case.precision, case.n_gpus
     if case.metric == "decode_b1":
         return 1 / capacity.decode_step(m, g, p, 1, case.prompt + case.output / 2, n, None, eng).total
+    if case.metric == "fixed_batch" and case.continuous:
+        return capacity.serving_point(m, g, p, case.prompt, case.output, n, None, eng, batch=case.batch).tokens_per_sec
     if case.metric == "fixed_batch":
         step = capacity.decode_step(m, g, p, case.batch, case.prompt + case.output / 2, n, None, eng).total
         prefill = capacity.prefill_seconds(m, g, p, case.prompt, case.batch, n, eng)

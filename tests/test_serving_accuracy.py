@@ -56,3 +56,25 @@ def test_leave_one_out_really_leaves_the_row_out(evaluated):
     assert fitted and others
     assert sum(abs(r.in_sample - r.out_of_sample) > 1e-6 for r in fitted) >= len(fitted) // 2
     assert all(r.in_sample == pytest.approx(r.out_of_sample) for r in others)
+
+
+def test_row_kinds_a_held_out_set_may_hold(tmp_path):
+    """Per-sequence TPOT in ms, per-user tokens/s, a fixed concurrency, TTFT in seconds and an
+    engine with no profile are all scored; an unreadable value is listed with the reason."""
+    header = "model,params_b,precision,gpu,num_gpus,engine,batch_size,input_len,output_len,metric,value,unit,source,note"
+    base = "Llama 3.1 8B,8,BF16,H100 SXM 80GB,1,{engine},{batch},1000,200,{metric},{value},{unit},x,"
+    rows = [dict(engine="vLLM", batch="1", metric="mean TPOT", value="6.8", unit="ms"),
+            dict(engine="vLLM", batch="concurrency 32", metric="output throughput", value="2500", unit="tokens/s"),
+            dict(engine="SGLang", batch="16", metric="decode speed", value="90", unit="tokens/s per user"),
+            dict(engine="Triton FasterTransformer", batch="1", metric="TTFT", value="0.05", unit="s"),
+            dict(engine="vLLM", batch="1", metric="decode", value="n/a", unit="tokens/s")]
+    (tmp_path / "inference_measured.csv").write_text("\n".join([header] + [base.format(**r) for r in rows]) + "\n")
+    results, _, skipped = acc.evaluate(tmp_path)
+    by_metric = {r.case.metric: r for r in results}
+    assert len(results) == 4 and len(skipped) == 1 and "not a measurement" in skipped[0]
+    assert by_metric["decode_b1"].case.measured == pytest.approx(1000 / 6.8)
+    assert abs(by_metric["decode_b1"].in_sample) < 0.25                  # a TPOT, not a throughput
+    assert by_metric["prefill"].case.measured == pytest.approx(50) and by_metric["prefill"].case.unit == "ms"
+    fixed = sorted((r.case for r in results if r.case.metric == "fixed_batch"), key=lambda c: c.batch)
+    assert [c.batch for c in fixed] == [16, 32] and fixed[0].measured == pytest.approx(1440) and fixed[1].continuous
+    assert "no profile" in by_metric["prefill"].case.note
