@@ -234,7 +234,7 @@ def kv_batch(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: 
     fits = math.floor(kv_budget_gib(model, gpu, precision, n_gpus, eng) / per_sequence)
     if fits < 1:
         raise NoFit(f"the KV cache of one {tokens:g}-token sequence ({per_sequence:.2f} GiB per GPU) "
-                        f"does not fit beside {model.name}'s weights on {n_gpus} x {gpu.name}")
+                    f"does not fit beside {model.name}'s weights on {n_gpus} x {gpu.name}")
     return fits
 
 
@@ -246,11 +246,12 @@ class ServingPoint:
     tokens_per_sec: float      # output tokens/s of the model copy (all its GPUs)
     tpot_ms: float             # time per output token seen by each sequence
     ttft_ms: float             # time to first token for a request arriving at this load
-    limited_by: str            # "KV cache", "engine batch cap" or "TPOT target"
+    limited_by: str            # "KV cache", "engine batch cap", "TPOT target", "TTFT target", "batch given"
     engine: str
 
 
 def _tpot_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
+    """One step, plus this request's share of the prefills the batch needs over its lifetime."""
     step = decode_step(model, gpu, precision, batch, prompt + output / 2, n_gpus, kv, eng).total
     return step + batch * prefill_compute_s(model, gpu, precision, prompt, 1, n_gpus, eng) / output
 
@@ -289,7 +290,7 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16", p
     if batch is not None:
         if batch < 1 or batch > fits:
             raise NoFit(f"batch {batch:g} does not fit: the KV cache holds {fits} sequences of "
-                            f"{prompt_tokens:g} + {output_tokens:g} tokens on {n_gpus} x {gpu.name}")
+                        f"{prompt_tokens:g} + {output_tokens:g} tokens on {n_gpus} x {gpu.name}")
         batch, limited = int(batch), "batch given"
     else:
         batch, limited = (fits, "KV cache") if not cap or fits <= cap else (cap, "engine batch cap")
