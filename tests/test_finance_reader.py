@@ -1,0 +1,150 @@
+"""The workbooks and reports as a finance reader gets them: every formula cell has a stored
+value equal to LibreOffice's recalculation, numbers never show scientific notation, and every
+visible sheet prints one page wide with nothing under 8 pt and no blank page (checked on the
+PDF pages LibreOffice renders)."""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import openpyxl
+import pandas as pd
+import pytest
+
+import workbook_templates as wt
+from workbook_templates import printing, recalc
+from workbook_templates.common import ADDIN_SHEET
+from workbook_templates.report import write_report
+
+pytestmark = [pytest.mark.libreoffice,
+              pytest.mark.skipif(recalc.soffice() is None, reason="LibreOffice (soffice) is not installed")]
+
+EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.toml"))
+PT_PER_FONT_PT = 1.30        # poppler's word-box height for a font of 1 pt (Carlito, measured)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    src = tmp_path_factory.mktemp("books")
+    paths = []
+    for name in wt.NAMES:
+        path = src / f"{name}.xlsx"
+        wt.build(name, path)
+        paths.append(path)
+    for example in EXAMPLES:
+        path = src / f"report-{example.stem}.xlsx"
+        write_report(example, path)
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def recalculated(files, tmp_path_factory):
+    out = tmp_path_factory.mktemp("recalc")
+    return dict(zip(files, recalc.convert(files, out)))
+
+
+@pytest.fixture(scope="module")
+def pdfs(files, tmp_path_factory):
+    out = tmp_path_factory.mktemp("pdf")
+    return dict(zip(files, recalc.convert(files, out, to="pdf")))
+
+
+def _formula_cells(path):
+    wb = openpyxl.load_workbook(path)
+    return [(ws.title, c.coordinate) for ws in wb.worksheets for row in ws.iter_rows() for c in row
+            if c.data_type == "f"]
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return a == b
+
+
+def test_every_formula_cell_has_a_stored_value_equal_to_libreoffice(files, recalculated):
+    total = 0
+    for path in files:
+        ours = openpyxl.load_workbook(path, data_only=True)
+        theirs = openpyxl.load_workbook(recalculated[path], data_only=True)
+        cells = _formula_cells(path)
+        total += len(cells)
+        missing = [f"{s}!{c}" for s, c in cells if ours[s][c].value is None]
+        assert not missing, f"{path.name}: {len(missing)} formula cells without a value: {missing[:5]}"
+        differ = []
+        for sheet, coord in cells:
+            mine, lo = ours[sheet][coord].value, theirs[sheet][coord].value
+            if sheet == ADDIN_SHEET and coord.startswith("C"):
+                # LibreOffice has no add-in: the stored value is the engine's, equal to the native result
+                lo = theirs[sheet][f"B{coord[1:]}"].value
+                if lo == "add-in only":
+                    continue
+            if not _same(mine, lo):
+                differ.append(f"{sheet}!{coord}: stored {mine!r}, LibreOffice {lo!r}")
+        assert not differ, f"{path.name}: " + "; ".join(differ[:8])
+    assert total > 900
+
+
+def test_pandas_reads_the_values(files):
+    frame = pd.read_excel(next(p for p in files if p.stem == "cloud_vs_own"), sheet_name="Cloud vs own",
+                          header=None)
+    numbers = pd.to_numeric(frame.iloc[17:25, 1], errors="coerce")
+    assert numbers.notna().all() and (numbers > 0).any()
+
+
+_SCIENTIFIC = re.compile(r"(?<![\"\\])E[+-]", re.I)
+
+
+def test_no_scientific_notation(files):
+    bad = []
+    for path in files:
+        for ws in openpyxl.load_workbook(path, data_only=True).worksheets:
+            for row in ws.iter_rows():
+                for c in row:
+                    fmt = c.number_format or "General"
+                    if _SCIENTIFIC.search(fmt.replace('"E"', "")):
+                        bad.append(f"{path.name} {ws.title}!{c.coordinate} {fmt}")
+                    elif (isinstance(c.value, (int, float)) and not isinstance(c.value, bool)
+                          and abs(c.value) >= 1e9 and fmt == "General"):
+                        bad.append(f"{path.name} {ws.title}!{c.coordinate} General on {c.value:g}")
+    assert not bad, bad[:10]
+
+
+def test_page_setup_of_every_visible_sheet(files):
+    for path in files:
+        for ws in openpyxl.load_workbook(path).worksheets:
+            if ws.sheet_state != "visible":
+                continue
+            where = f"{path.name} {ws.title}"
+            assert ws.sheet_properties.pageSetUpPr.fitToPage, where
+            assert ws.page_setup.fitToWidth == 1 and ws.page_setup.fitToHeight == 0, where
+            wide = printing.content_pt(ws) > printing.printable_pt("portrait")
+            assert ws.page_setup.orientation == ("landscape" if wide else "portrait"), where
+            assert printing.printed_font(ws) >= printing.MIN_PT - 0.05, where
+
+
+def _pages(pdf: Path) -> list[list[tuple[float, str]]]:
+    """Per page: (height in points, text) of every word poppler finds."""
+    xml = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    pages = []
+    for page in xml.split("<page ")[1:]:
+        words = re.findall(r'yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)">([^<]*)</word>', page)
+        pages.append([(float(y2) - float(y1), text) for y1, y2, text in words])
+    return pages
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="poppler-utils is not installed")
+def test_printed_pages_are_readable_and_never_blank(files, pdfs):
+    for path in files:
+        pages = _pages(pdfs[path])
+        assert pages, path.name
+        for number, words in enumerate(pages, start=1):
+            body = [w for w in words if not re.fullmatch(r"Flopsheet|[\d.]+|page|of|-", w[1])]
+            footer = " ".join(t for _, t in words[-6:])
+            assert len(body) > 3, f"{path.name} page {number} is blank ({footer})"
+            smallest = min(h for h, _ in words) / PT_PER_FONT_PT
+            assert smallest >= printing.MIN_PT - 0.25, f"{path.name} page {number} ({footer}): {smallest:.1f} pt"

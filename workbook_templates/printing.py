@@ -1,0 +1,103 @@
+"""Print set-up for every visible sheet: one page wide, landscape only where the sheet is
+wider than a portrait page, header rows repeated, nothing printed under 8 pt.
+
+Fit-to-width shrinks the whole sheet; the scale it needs is estimated from the column widths
+(and charts) in the print area, the same way Excel converts widths to points. A sheet whose
+smallest font would print under 8 pt must be made narrower by its writer; only wide catalog
+tables (`partial=True`) may instead print their leading columns, and their page header says so.
+"""
+
+from __future__ import annotations
+
+from openpyxl.utils import get_column_letter
+from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+
+import udfs
+
+MIN_PT = 8.0
+PAPER = {"portrait": 595.0, "landscape": 842.0}     # A4 width in points
+MARGIN_IN = 0.4
+DEFAULT_FONT_PT = 11.0
+EMU_PER_PT = 12700
+
+
+def column_pt(ws, column: int) -> float:
+    """Printed width of a column in points (Excel: 7 px per character plus 5 px padding at 96 dpi)."""
+    dim = ws.column_dimensions.get(get_column_letter(column))
+    if dim is not None and dim.hidden:
+        return 0.0
+    width = dim.width if dim is not None and dim.width else 8.43
+    return 0.75 * (7 * width + 5)
+
+
+def printable_pt(orientation: str) -> float:
+    return PAPER[orientation] - 2 * 72 * MARGIN_IN
+
+
+def _chart_right_pt(ws) -> float:
+    """How far right the sheet's charts reach, in points from column A."""
+    right = 0.0
+    for chart in ws._charts:
+        anchor = chart.anchor._from
+        left = sum(column_pt(ws, c) for c in range(1, anchor.col + 1)) + anchor.colOff / EMU_PER_PT
+        right = max(right, left + chart.width * 72 / 2.54)
+    return right
+
+
+def content_pt(ws, last_column: int | None = None) -> float:
+    last = last_column or ws.max_column
+    return max(sum(column_pt(ws, c) for c in range(1, last + 1)), _chart_right_pt(ws))
+
+
+def smallest_font(ws) -> float:
+    sizes = [cell.font.sz for row in ws.iter_rows() for cell in row
+             if cell.value is not None and cell.font is not None and cell.font.sz]
+    return min(sizes, default=DEFAULT_FONT_PT)
+
+
+def printed_font(ws) -> float:
+    """The smallest font as printed once fit-to-width has shrunk the sheet."""
+    orientation = ws.page_setup.orientation or "portrait"
+    last = _print_last_column(ws)
+    scale = min(1.0, printable_pt(orientation) / max(content_pt(ws, last), 1.0))
+    return smallest_font(ws) * scale
+
+
+def _print_last_column(ws) -> int:
+    if ws.print_area:
+        ref = ws.print_area[0] if isinstance(ws.print_area, (list, tuple)) else ws.print_area
+        last = ref.split("!")[-1].split(":")[-1].replace("$", "")
+        return column_index_from_string(coordinate_from_string(last)[0])
+    return ws.max_column
+
+
+def _columns_that_fit(ws, budget_pt: float) -> int:
+    total, last = 0.0, 0
+    for c in range(1, ws.max_column + 1):
+        total += column_pt(ws, c)
+        if total > budget_pt:
+            break
+        last = c
+    return max(last, 1)
+
+
+def setup(ws, *, title_rows: str | None = None, partial: bool = False) -> None:
+    """Page set-up of one visible sheet (see the module docstring)."""
+    width = content_pt(ws)
+    ws.page_setup.orientation = "portrait" if width <= printable_pt("portrait") else "landscape"
+    ws.page_setup.paperSize = ws.PAPERSIZE_A4
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 0
+    ws.print_options.gridLines = False
+    ws.page_margins.left = ws.page_margins.right = MARGIN_IN
+    ws.oddFooter.center.text = "&A - page &P of &N"
+    ws.oddHeader.right.text = f"Flopsheet {udfs.__version__}"
+    if title_rows:
+        ws.print_title_rows = title_rows
+    budget = printable_pt("landscape") * smallest_font(ws) / MIN_PT
+    if width > budget and partial:
+        last = _columns_that_fit(ws, budget)
+        ws.print_area = f"A1:{get_column_letter(last)}{ws.max_row}"
+        ws.oddHeader.left.text = (f"Printed: columns A-{get_column_letter(last)}; "
+                                  "the other columns are on screen")
