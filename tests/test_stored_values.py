@@ -38,6 +38,7 @@ CASES = [
     ("=Data!B2", 3), ("='Data'!A1", "r1"), ("=INDEX(Data!B1:C2,1,2)", 2), ("=Two*3", 6),
     ("=INDEX(Data!B1:B3,3)", 0), ('=INDEX(Data!B1:B3,3)=""', True), ("=#N/A", Err("#N/A")),
     ("=A1+#N/A", Err("#N/A")), ("=SQRT(-1)", Err("#NUM!")), ("=(-8)^(1/3)", Err("#NUM!")), ("=10^400", Err("#NUM!")),
+    ("=ERROR.TYPE(1/0)", 2), ("=ERROR.TYPE(#N/A)", 7), ("=ERROR.TYPE(NOSUCHNAME)", 5), ("=ERROR.TYPE(1)", Err("#N/A")),
     ("=MOD(7,3)", 1), ("=1E-9*1E9", 1), ("=TRUE", True),
 ]
 

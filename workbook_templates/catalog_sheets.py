@@ -12,18 +12,20 @@ from . import styles as st
 from .common import Book, col, write_text
 
 FIRST = 3          # first data row (row 1: title, row 2: column headers)
+# wide reference tables: printed as their leading columns (the figures), the rest on screen
+PARTIAL_PRINT = ("GPUs", "Cloud prices", "Models", "Precisions")
 
-GPU_COLUMNS = [  # (attribute, header, number format)
-    ("name", "GPU", None), ("vendor", "Vendor", None), ("form_factor", "Form factor", None),
-    ("tier", "Tier", None), ("memory_gb", "Memory (GB)", st.GB), ("memory_type", "Memory type", None),
+GPU_COLUMNS = [  # (attribute, header, number format); the figures first: they are what prints
+    ("name", "GPU", None), ("memory_gb", "Memory (GB)", st.GB),
     ("bandwidth_tbs", "Bandwidth (TB/s)", "0.000"), ("fp32_tflops", "FP32 TFLOPS", "#,##0.0"),
     ("tf32_tflops", "TF32 TFLOPS (dense)", "#,##0.0"), ("bf16_tflops", "BF16 TFLOPS (dense)", "#,##0.0"),
     ("fp16_tflops", "FP16 TFLOPS (dense)", "#,##0.0"), ("fp8_tflops", "FP8 TFLOPS (dense)", "#,##0.0"),
     ("int8_tops", "INT8 TOPS (dense)", "#,##0.0"), ("fp4_tflops", "FP4 TFLOPS (dense)", "#,##0.0"),
-    ("tdp_w", "TDP (W)", "#,##0"), ("launch_year", "Launch year", "0"), ("price_usd", "Purchase price ($)", st.USD0),
-    ("price_as_of", "Price as of", None),
+    ("tdp_w", "TDP (W)", "#,##0"), ("price_usd", "Purchase price ($)", st.USD0),
     ("od_usd_per_gpu_hour", "Cheapest on-demand $/GPU-hour (current)", st.USD),
     ("spot_usd_per_gpu_hour", "Cheapest spot $/GPU-hour (current)", st.USD),
+    ("vendor", "Vendor", None), ("form_factor", "Form factor", None), ("tier", "Tier", None),
+    ("memory_type", "Memory type", None), ("launch_year", "Launch year", "0"), ("price_as_of", "Price as of", None),
 ]
 GPU_TAIL = [("source", "Source", None), ("as_of", "As of", None), ("price_source", "Price source", None),
             ("note", "Note", None)]
@@ -71,9 +73,9 @@ def _table(book: Book, title: str, heading: str, columns, rows, value, prefix: s
     ws.auto_filter.ref = f"A2:{col(len(columns))}{last}"
     ws.print_title_rows = "1:2"
     for i, (attr, header, fmt) in enumerate(columns, start=1):
-        ws.column_dimensions[col(i)].width = 28 if i == 1 else (60 if attr in ("source", "note", "price_source")
-                                                                else 14)
-    ws.row_dimensions[2].height = 45
+        ws.column_dimensions[col(i)].width = 24 if i == 1 else (60 if attr in ("source", "note", "price_source")
+                                                                else 11)
+    ws.row_dimensions[2].height = 60
     return ws, last
 
 

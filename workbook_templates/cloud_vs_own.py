@@ -1,18 +1,18 @@
 """Cloud vs own: total cost of owning a GPU (capital with a cost of capital, power x PUE,
 opex) against renting the hours used, the break-even utilization, hours and months, and a
-chart of cumulative cost month by month."""
+chart of cumulative cost over the lifetime."""
 
 from __future__ import annotations
 
 from openpyxl.chart import LineChart, Reference
 
 from . import styles as st
-from .common import Book, C, Expr
+from .common import Book, Expr
 
 KEY = "cloud_vs_own"
 FILENAME = "cloud_vs_own.xlsx"
 TITLE = "Cloud vs own"
-MONTHS = 60
+STEPS = 12          # the cumulative-cost table and chart: the lifetime in twelve equal steps
 
 ALT_INPUTS = {"CO_HardwareCost": 30000, "CO_Lifetime": 4, "CO_PowerW": 700, "CO_PUE": 1.4, "CO_Kwh": 0.15,
               "CO_Utilization": 0.55, "CO_CostOfCapital": 0.08, "CO_Residual": 3000, "CO_Opex": 800,
@@ -96,16 +96,17 @@ def build(path, inputs: dict | None = None) -> Book:
 
     # cumulative cost by month
     top = 28
-    book.section(ws, top - 1, "Cumulative cost by month", header=["Month", "Cloud (cumulative)",
-                                                                   "Owned (cumulative)"])
-    for m in range(1, MONTHS + 1):
-        r = top + m
-        ws.cell(row=r, column=1, value=m)
-        month = C(ws.title, f"A{r}", number=True)
+    book.section(ws, top - 1, "Cumulative cost over the lifetime", header=["Month", "Cloud (cumulative)",
+                                                                            "Owned (cumulative)"])
+    for step in range(1, STEPS + 1):       # the horizon follows the lifetime input: its last row is its end
+        r = top + step
+        month = book.glue(ws, f"A{r}", f"{life.coord}*{12 // STEPS * step}",
+                          lambda get, step=step: get(life) * (12 // STEPS * step), fmt=st.PLAIN,
+                          label=f"Month of step {step}")
         years = Expr(lambda s, r=r: f"A{r}/12", lambda get, month=month: get(month) / 12)
         book.calc(ws, f"B{r}", "CLOUD_COST", {"usd_per_gpu_hour": cloud, "years": years, "utilization": util},
-                  fmt=st.USD0, label=f"Cloud, month {m}", addin=False)
-        book.calc(ws, f"C{r}", "TCO", {**owned_args, "years": years}, fmt=st.USD0, label=f"Owned, month {m}",
+                  fmt=st.USD0, label=f"Cloud, step {step}", addin=False)
+        book.calc(ws, f"C{r}", "TCO", {**owned_args, "years": years}, fmt=st.USD0, label=f"Owned, step {step}",
                   addin=False)
     st.set_widths(ws, {"A": 44, "B": 20, "C": 20, "D": 9, "E": 12})
     ws.freeze_panes = "A4"
@@ -115,10 +116,11 @@ def build(path, inputs: dict | None = None) -> Book:
     chart.y_axis.title = "$"
     chart.y_axis.numFmt = '"$"#,##0'
     chart.x_axis.title = "Month"
-    chart.add_data(Reference(ws, min_col=2, max_col=3, min_row=top, max_row=top + MONTHS), titles_from_data=True)
-    chart.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=top + MONTHS))
+    chart.add_data(Reference(ws, min_col=2, max_col=3, min_row=top, max_row=top + STEPS), titles_from_data=True)
+    chart.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=top + STEPS))
     for s in chart.series:
         s.smooth = False
-    chart.height, chart.width = 10, 18
-    book.chart(ws, chart, "G4")
+    st.readable_chart(chart)
+    chart.height, chart.width = 10, 24                # below the table: the sheet prints one page wide
+    book.chart(ws, chart, f"A{top + STEPS + 2}")
     return book.finish(path)

@@ -49,6 +49,7 @@ class Range:
     right: int
 
 
+ERROR_TYPES = {"#NULL!": 1, "#DIV/0!": 2, "#VALUE!": 3, "#REF!": 4, "#NAME?": 5, "#NUM!": 6, "#N/A": 7}
 MISSING = object()       # an empty argument: IF(c,,x), GPU_MEMORY(a,,b)
 
 # ---------------------------------------------------------------- tokens
@@ -440,6 +441,8 @@ FUNCTIONS: dict[str, Callable] = {
     "LOG10": _numeric(lambda x: Err("#NUM!") if x <= 0 else math.log10(x)),
     "POWER": _numeric(_power),
     "MOD": _numeric(lambda x, d: Err("#DIV/0!") if d == 0 else x - d * math.floor(x / d)),
+    "ERROR.TYPE": lambda ev, v: (lambda x: float(ERROR_TYPES[x.code]) if isinstance(x, Err) else Err("#N/A"))(
+        ev.scalar(v)),
     "INDEX": _index,
     "MATCH": _match,
 }

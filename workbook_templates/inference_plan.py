@@ -160,7 +160,7 @@ def build(path, inputs: dict | None = None) -> Book:
                            {"tokens_per_month": res["tok_m"], "input_share": res["share"],
                             "api_usd_per_1m_input_tokens": inp["IP_ApiIn"], "api_usd_per_1m_output_tokens": inp["IP_ApiOut"]},
                            fmt=st.USD0, key=True, label="API monthly cost")
-    blended = Expr(lambda s: f'{res["api_m"].coord}/{res["tok_m"].coord}*1000000',
+    blended = Expr(lambda s: f'{res["api_m"].ref(s)}/{res["tok_m"].ref(s)}*1000000',
                    lambda get: get(res["api_m"]) / get(res["tok_m"]) * 1e6)
     res["api_be"] = book.calc(ws, row("Self-hosting (cloud) beats the API above", "tokens/month"),
                             "API_BREAKEVEN_TOKENS", {"self_host_usd_per_month": res["cloud_m"],

@@ -38,8 +38,11 @@ def _chart_right_pt(ws) -> float:
     """How far right the sheet's charts reach, in points from column A."""
     right = 0.0
     for chart in ws._charts:
-        anchor = chart.anchor._from
-        left = sum(column_pt(ws, c) for c in range(1, anchor.col + 1)) + anchor.colOff / EMU_PER_PT
+        if isinstance(chart.anchor, str):              # "E4" until the workbook is saved
+            first, offset = column_index_from_string(coordinate_from_string(chart.anchor)[0]), 0
+        else:
+            first, offset = chart.anchor._from.col + 1, chart.anchor._from.colOff
+        left = sum(column_pt(ws, c) for c in range(1, first)) + offset / EMU_PER_PT
         right = max(right, left + chart.width * 72 / 2.54)
     return right
 

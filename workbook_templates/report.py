@@ -449,7 +449,7 @@ def _assumptions(wb: Workbook, res: Result):
     vals = [model.name, model.params, model.layers, model.hidden, model.heads, model.kv_heads,
             model.source or "scaled from the nearest catalog model", model.as_of]
     for j, v in enumerate(vals, start=1):
-        _put(ws, row, j, v, st.SCI if j == 2 else (st.INT if isinstance(v, (int, float)) else None))
+        _put(ws, row, j, v, st.PARAMS if j == 2 else (st.INT if isinstance(v, (int, float)) else None))
     row += 2
 
     _section(ws, row, "GPUs")

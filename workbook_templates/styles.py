@@ -17,7 +17,11 @@ INT = '#,##0'
 FRACTION = '0%'
 PLAIN = 'General'
 NUMBER = '#,##0.00'
-SCI = '0.00E+00'
+# large counts scaled with a suffix, never in scientific notation (a finance reader writes
+# 2.0 T tokens, 6.74 B parameters); below the smallest scale the full number with separators
+TOKENS = '[>=1E12]#,##0.0,,,," T";[>=1E9]#,##0.0,,," B";#,##0'
+PARAMS = '[>=1E9]#,##0.00,,," B";[>=1E6]#,##0.0,," M";#,##0'
+FLOPS = '[>=1E21]#,##0.0,,,,,,," Z";[>=1E18]#,##0.0,,,,,," E";#,##0'    # zetta-, exa-FLOP
 TFLOPS = '#,##0.0" TFLOPS"'
 TBS = '0.000" TB/s"'
 FACTOR = '0.00"x"'
@@ -29,7 +33,7 @@ HEADER_FILL = PatternFill("solid", fgColor="1F4E78")
 HEADER_FONT = Font(bold=True, color="FFFFFF")
 TITLE_FONT = Font(bold=True, size=16, color="1F4E78")
 SECTION_FONT = Font(bold=True, size=12, color="1F4E78")
-NOTE_FONT = Font(italic=True, size=9, color="595959")
+NOTE_FONT = Font(italic=True, size=10, color="595959")    # 10 pt: >= 8 pt when fit to width
 BOLD = Font(bold=True)
 WRAP = Alignment(wrap_text=True, vertical="top")
 LOCKED = Protection(locked=True)
@@ -82,4 +86,21 @@ def bar_chart(title: str, data, categories, *, horizontal: bool = True, height: 
     if not legend:
         chart.legend = None
     chart.height, chart.width = height, width
+    return readable_chart(chart)
+
+
+def _text(size_pt: float):
+    from openpyxl.chart.text import RichText
+    from openpyxl.drawing.text import CharacterProperties, Paragraph, ParagraphProperties
+    props = CharacterProperties(sz=int(size_pt * 100))
+    return RichText(p=[Paragraph(pPr=ParagraphProperties(defRPr=props), endParaRPr=props)])
+
+
+def readable_chart(chart, size_pt: float = 10):
+    """Every category labelled (no skipped GPU names) and axis text at a size that prints."""
+    chart.x_axis.tickLblSkip = 1
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
+    chart.x_axis.txPr = _text(size_pt)
+    chart.y_axis.txPr = _text(size_pt)
     return chart
