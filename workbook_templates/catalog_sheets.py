@@ -73,9 +73,9 @@ def _table(book: Book, title: str, heading: str, columns, rows, value, prefix: s
     ws.auto_filter.ref = f"A2:{col(len(columns))}{last}"
     ws.print_title_rows = "1:2"
     for i, (attr, header, fmt) in enumerate(columns, start=1):
-        ws.column_dimensions[col(i)].width = 24 if i == 1 else (60 if attr in ("source", "note", "price_source")
-                                                                else 11)
-    ws.row_dimensions[2].height = 60
+        ws.column_dimensions[col(i)].width = 22 if i == 1 else (60 if attr in ("source", "note", "price_source")
+                                                                else 10)
+    ws.row_dimensions[2].height = 75
     return ws, last
 
 
@@ -194,7 +194,9 @@ def sources_sheet(book: Book):
     for r, row in enumerate(rows, start=FIRST):
         for i, v in enumerate(row, start=1):
             write_text(ws.cell(row=r, column=i), v or "")
-    st.set_widths(ws, {"A": 14, "B": 40, "C": 22, "D": 110, "E": 12})
+    st.set_widths(ws, {"A": 14, "B": 30, "C": 18, "D": 74, "E": 12})
+    for row in ws.iter_rows(min_row=FIRST, min_col=4, max_col=4):
+        row[0].alignment = st.WRAP
     ws.freeze_panes = f"A{FIRST}"
     ws.auto_filter.ref = f"A2:E{FIRST + len(rows) - 1}"
     ws.print_title_rows = "1:2"

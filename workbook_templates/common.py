@@ -296,7 +296,7 @@ class Book:
         self.addin_rows.append((label, None, fn, dict(args), fmt))
 
     def chart(self, ws, chart, anchor: str):
-        ws.add_chart(chart, anchor)
+        ws.add_chart(st.readable_chart(chart), anchor)
         self.charts += 1
 
     # ---- the rest of the workbook
@@ -351,7 +351,7 @@ class Book:
             addin.number_format = fmt or st.PLAIN
             write_text(ws.cell(row=r, column=4), "=" + call).alignment = st.WRAP
             ws.cell(row=r, column=5, value=target.sheet if target else "")
-        st.set_widths(ws, {"A": 38, "B": 20, "C": 20, "D": 70, "E": 16})
+        st.set_widths(ws, {"A": 36, "B": 18, "C": 18, "D": 68, "E": 16})
         ws.freeze_panes = "A5"
         ws.sheet_properties.tabColor = "A6A6A6"
 
@@ -381,8 +381,8 @@ class Book:
             c = ws.cell(row=r, column=2)
             write_text(c, text)
             c.alignment = st.WRAP
-            ws.row_dimensions[r].height = max(15, 15 * (len(str(text)) // 72 + 1))
-        st.set_widths(ws, {"A": 20, "B": 76})           # prints portrait, one page wide
+            ws.row_dimensions[r].height = max(15, 15 * (len(str(text)) // 52 + 1))
+        st.set_widths(ws, {"A": 20, "B": 58})           # prints portrait, one page wide
 
 
 def protect(ws):

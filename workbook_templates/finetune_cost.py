@@ -117,8 +117,8 @@ def build(path, inputs: dict | None = None) -> Book:
                       label=f"Fits, {mname}, option {i + 1}")
             book.calc(ws, f"{L(13 + i)}{r}", "JOB_COST", {"usd_per_hour": o["rate"], "hours": product(o["hours"], tm)},
                       fmt=st.USD, label=f"Job cost, {mname}, option {i + 1}")
-    st.set_widths(ws, {"A": 24, "B": 13, "C": 14, "D": 10, "E": 10, "F": 10, "G": 10, "H": 11, "I": 12, "J": 12,
-                       "K": 9, "L": 9, "M": 10, "N": 10, "O": 10})     # one page wide at >= 8 pt
+    st.set_widths(ws, {"A": 22, "B": 12, "C": 14, "D": 8, "E": 8, "F": 8, "G": 8, "H": 10, "I": 10, "J": 9,
+                       "K": 8, "L": 8, "M": 9, "N": 9, "O": 9})     # one page wide at >= 8 pt
     ws.row_dimensions[10].height = 58
     ws.row_dimensions[16].height = 58
     ws.freeze_panes = "A4"

@@ -107,15 +107,15 @@ def build(path, inputs: dict | None = None) -> Book:
     ws.auto_filter.ref = f"A{top}:L{last}"
     ws.freeze_panes = f"B{top + 1}"
     ws.row_dimensions[top].height = 45
-    st.set_widths(ws, {"A": 30, "B": 10, "C": 12, "D": 18, "E": 12, "F": 12, "G": 13, "H": 12, "I": 14, "J": 12,
-                       "K": 12, "L": 10})
+    st.set_widths(ws, {"A": 28, "B": 9, "C": 12, "D": 16, "E": 12, "F": 12, "G": 12, "H": 12, "I": 13, "J": 11,
+                       "K": 11, "L": 9})        # one page wide at >= 8 pt
     ws.print_title_rows = f"{top}:{top}"
 
     # charts below the table (the sheet prints one page wide), tall enough to label every GPU
     row = last + 2
     for title, col, count in (("7B FP16 decode tokens/s per GPU (bandwidth-bound)", 9, len(gpus)),
                               ("Bandwidth per $1,000 (GB/s), GPUs with a price", 7, priced)):
-        height = 3 + 0.55 * count
+        height = st.bar_chart_height(count)
         names = Reference(ws, min_col=1, min_row=top + 1, max_row=top + count)
         book.chart(ws, st.bar_chart(title, Reference(ws, min_col=col, min_row=top, max_row=top + count), names,
                                     height=height, width=24), f"A{row}")

@@ -140,6 +140,6 @@ def build(path, inputs: dict | None = None) -> Book:
                          Reference(ws, min_col=6, min_row=top, max_row=last),
                          Reference(ws, min_col=1, min_row=top + 1, max_row=last), number_format='"$"#,##0')
     chart.y_axis.title = "$"
-    chart.height, chart.width = 11, 26                # below the table: the sheet prints one page wide
+    chart.height, chart.width = st.bar_chart_height(len(gpus)), 26   # below the table: one page wide
     book.chart(ws, chart, f"A{last + 2}")
     return book.finish(path)
