@@ -29,8 +29,7 @@ def column_pt(ws, column: int) -> float:
     dim = ws.column_dimensions.get(get_column_letter(column))
     if dim is not None and dim.hidden:
         return 0.0
-    width = dim.width if dim is not None and dim.width else 8.43
-    return PT_PER_WIDTH_UNIT * width
+    return PT_PER_WIDTH_UNIT * _width(ws, column)
 
 
 def printable_pt(orientation: str) -> float:
@@ -57,10 +56,11 @@ def _anchor(chart) -> tuple[int, int]:
 
 
 def _chart_pages(ws) -> None:
-    """A chart below the cells starts a new page: never cut in two, never a page holding only its edge."""
+    """A chart below the cells starts a new page: never cut in two, never a page holding only its edge
+    (a chart under the title alone stays on the first page)."""
     for chart in ws._charts:
         column, row = _anchor(chart)
-        if column == 1 and row > 2 and all(b.id != row - 1 for b in ws.row_breaks.brk):
+        if column == 1 and row > 5 and all(b.id != row - 1 for b in ws.row_breaks.brk):
             ws.row_breaks.append(Break(id=row - 1))
 
 
@@ -117,8 +117,33 @@ def _columns_that_fit(ws, budget_pt: float) -> int:
     return max(last, 1)
 
 
+def _width(ws, column: int) -> float:
+    dim = ws.column_dimensions.get(get_column_letter(column))
+    return dim.width if dim is not None and dim.width else 8.43
+
+
+def fit_row_heights(ws) -> None:
+    """Rows tall enough for their wrapped text (neither Excel nor LibreOffice re-measures rows
+    on opening a file, so wrapped text would overlap the next row)."""
+    merged = {(r.min_row, r.min_col): r.max_col for r in ws.merged_cells.ranges}
+    need: dict[int, float] = {}
+    for row in ws.iter_rows():
+        for cell in row:
+            if not isinstance(cell.value, str) or not (cell.alignment and cell.alignment.wrap_text):
+                continue
+            last = merged.get((cell.row, cell.column), cell.column)
+            size = (cell.font.sz if cell.font is not None and cell.font.sz else DEFAULT_FONT_PT)
+            per_line = max(1, int(sum(_width(ws, c) for c in range(cell.column, last + 1)) * 0.9 * 11 / size))
+            lines = sum(-(-len(part) // per_line) or 1 for part in cell.value.split("\n"))
+            need[cell.row] = max(need.get(cell.row, 0.0), lines * size * 1.25 + 3)
+    for r, height in need.items():
+        if (ws.row_dimensions[r].height or 0) < height:
+            ws.row_dimensions[r].height = height
+
+
 def setup(ws, *, title_rows: str | None = None, partial: bool = False) -> None:
     """Page set-up of one visible sheet (see the module docstring)."""
+    fit_row_heights(ws)
     width = content_pt(ws)
     ws.page_setup.orientation = "portrait" if width <= printable_pt("portrait") else "landscape"
     ws.page_setup.paperSize = ws.PAPERSIZE_A4

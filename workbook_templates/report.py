@@ -39,12 +39,30 @@ class ReportExists(Exception):
     """The output exists and --force was not given."""
 
 
+# column widths that print one page wide at >= 8 pt (see workbook_templates/printing.py)
+SUMMARY_WIDTHS = {"A": 34, "B": 22, "C": 7, "D": 12, "E": 13, "F": 15, "G": 12, "H": 42}
+
+
 # ---------------------------------------------------------------- small writers
+def _wide_text(ws, row: int, column: int, text, last_column: int = 8):
+    """Summary text wrapped across the rest of the table (merged), its row as tall as it needs."""
+    cell = _put(ws, row, column, text)
+    if not isinstance(text, str) or not text:
+        return cell
+    ws.merge_cells(start_row=row, start_column=column, end_row=row, end_column=last_column)
+    cell.alignment = Alignment(wrap_text=True, vertical="top")
+    chars = sum(SUMMARY_WIDTHS[_col(c)] for c in range(column, last_column + 1))
+    ws.row_dimensions[row].height = 15 * (len(text) // int(chars * 0.9) + 1)
+    return cell
+
+
 def _title(ws, text: str, note: str = ""):
     write_text(ws["A1"], text).font = st.TITLE_FONT
     if note:
         c = write_text(ws["A2"], note)
         c.font = st.NOTE_FONT
+        c.alignment = st.WRAP
+        ws.merge_cells("A2:H2")
     ws.sheet_view.showGridLines = False
 
 
@@ -52,7 +70,7 @@ def _section(ws, row: int, text: str):
     ws.cell(row=row, column=1, value=text).font = st.SECTION_FONT
 
 
-def _header(ws, row: int, names: list[str], first: int = 1, height: float = 30):
+def _header(ws, row: int, names: list[str], first: int = 1, height: float = 45):
     for i, h in enumerate(names):
         ws.cell(row=row, column=first + i, value=h)
     st.style_header_row(ws, row, first, first + len(names) - 1)
@@ -144,7 +162,6 @@ def _summary(wb: Workbook, res: Result):
         c = _put(ws, row, 8, res.why.get(id(r), ""))
         for j in range(1, 9):
             ws.cell(row=row, column=j).alignment = st.WRAP if j == 8 else Alignment(vertical="top")
-        ws.row_dimensions[row].height = 32
         row += 1
     if len(res.runners_up) < 2 and best is not None:
         _put(ws, row, 1, f"Only {1 + len(res.runners_up)} GPU/pricing combination(s) meet every constraint.").font = st.NOTE_FONT
@@ -193,7 +210,7 @@ def _summary(wb: Workbook, res: Result):
         _put(ws, row, 1, label)
         fmt = (st.FRACTION if share else "#,##0.###") if isinstance(value, float) else None
         _put(ws, row, 2, value if value is not None else "", fmt)
-        _put(ws, row, 3, note).font = st.NOTE_FONT
+        _wide_text(ws, row, 3, note).font = st.NOTE_FONT
         row += 1
     row += 1
     _section(ws, row, "About this report")
@@ -203,10 +220,12 @@ def _summary(wb: Workbook, res: Result):
                          ("Method", "Each GPU sized by the picker (udfs.picker.rank) under cloud and owned pricing; "
                                     "costs at the scenario's rates. See Assumptions and sources.")]:
         _put(ws, row, 1, label)
-        c = _put(ws, row, 2, value)
-        c.alignment = Alignment(wrap_text=False)
+        _wide_text(ws, row, 2, value)
         row += 1
-    st.set_widths(ws, {"A": 50, "B": 24, "C": 9, "D": 13, "E": 16, "F": 18, "G": 16, "H": 64})
+    for row_cells in ws.iter_rows(min_row=3, min_col=1, max_col=1):
+        if row_cells[0].coordinate not in ws.merged_cells:
+            row_cells[0].alignment = Alignment(wrap_text=True, vertical="top")
+    st.set_widths(ws, SUMMARY_WIDTHS)
 
 
 # ---------------------------------------------------------------- Options
@@ -235,12 +254,14 @@ def _options(wb: Workbook, res: Result):
     _title(ws, "Every option: GPU x count x rent or own",
            "Sorted best first; options that fail a constraint are at the bottom with the reason. 'vs best' is a "
            "formula: this option's cost over the recommendation's.")
-    cols = option_columns(sc)
+    all_cols = option_columns(sc)
+    basis = next(c for c in all_cols if c[0] == "Price basis")
+    cols = [c for c in all_cols if c is not basis]      # on the sheet the price basis comes last (not printed)
     head = 4
     names = [c[0] for c in cols]
     cost_col = names.index(_cost_label(sc)) + 1
     vs_col = len(cols) + 1
-    _header(ws, head, names + ["vs best"])
+    _header(ws, head, names + ["vs best", basis[0]])
     best_ref = None
     for i, r in enumerate(res.rows):
         row = head + 1 + i
@@ -257,15 +278,21 @@ def _options(wb: Workbook, res: Result):
         if best_ref and r.ok and r.total_cost is not None:
             c = ws.cell(row=row, column=vs_col, value=f"=IF({best_ref}>0,{_col(cost_col)}{row}/{best_ref},\"\")")
             c.number_format = st.FACTOR
-    widths = {"A": 6, "B": 18, "C": 8, "D": 13, "E": 9, "F": 8, "G": 8}
+        _put(ws, row, vs_col + 1, basis[2](r)).font = ws.cell(row=row, column=1).font.copy()
+        for j in (names.index("Why it fails / note") + 1, vs_col + 1):
+            ws.cell(row=row, column=j).alignment = st.WRAP
+    widths = {"A": 5, "B": 17, "C": 6, "D": 12, "E": 7, "F": 7, "G": 8}
+    wide = {"Why it fails / note": 22, _cost_label(sc): 12, "Capacity (tokens/s)": 13}
     for j, (name, _, _) in enumerate(cols, start=1):
         letter = _col(j)
         if letter not in widths:
-            widths[letter] = 62 if name.startswith("Why") else (58 if name == "Price basis" else 15)
-    widths[_col(vs_col)] = 9
+            widths[letter] = wide.get(name, 10)
+    widths[_col(vs_col)] = 7
+    widths[_col(vs_col + 1)] = 40
     st.set_widths(ws, widths)
     ws.freeze_panes = ws.cell(row=head + 1, column=3)
-    ws.auto_filter.ref = f"A{head}:{_col(vs_col)}{head + len(res.rows)}"
+    ws.auto_filter.ref = f"A{head}:{_col(vs_col + 1)}{head + len(res.rows)}"
+    ws.print_title_rows = f"{head}:{head}"
 
 
 def _col(i: int) -> str:
@@ -334,9 +361,9 @@ def _sensitivity(wb: Workbook, res: Result):
     chart.x_axis.delete = False
     chart.y_axis.delete = False
     chart.height, chart.width = 9, 28
-    ws.add_chart(chart, f"A{base_row + 3}")
-    st.set_widths(ws, {"A": 46, "B": 13, "C": 12, "D": 12, "E": 19, "F": 19, "G": 15, "H": 15, "I": 12,
-                       "J": 50})
+    ws.add_chart(st.readable_chart(chart), f"A{base_row + 3}")
+    st.set_widths(ws, {"A": 30, "B": 11, "C": 10, "D": 10, "E": 13, "F": 13, "G": 12, "H": 12, "I": 11,
+                       "J": 30})
 
 
 # ---------------------------------------------------------------- Charts
@@ -366,7 +393,7 @@ def _charts(wb: Workbook, res: Result):
             chart.x_axis.scaling.orientation = "maxMin"      # best option on top
             chart.y_axis.scaling.min = 0
             chart.x_axis.delete = chart.y_axis.delete = False
-            ws.add_chart(chart, anchor)
+            ws.add_chart(st.readable_chart(chart), anchor)
             charts.append(chart)
         charts[1].series[0].graphicalProperties.solidFill = "70AD47"
     ovr = res.own_vs_rent
@@ -393,16 +420,28 @@ def _charts(wb: Workbook, res: Result):
         line.x_axis.delete = False
         line.y_axis.delete = False
         line.height, line.width = 9, 20
-        ws.add_chart(line, "A42")
+        ws.add_chart(st.readable_chart(line), "A42")
         note = (f"Own: {ovr['count']:,} x ${ovr['price']:,.0f} at month 0, then power x PUE and opex "
                 f"(${ovr['running_per_month']:,.0f} per GPU a month); residual value back at the end; financing "
                 f"not shown. Rent: ${ovr['rent_rate']:g}/GPU-h for {ovr['used_hours_per_month']:,.0f} h a month "
                 f"(730 h x utilization).")
         write_text(ws.cell(row=61, column=1), note).font = st.NOTE_FONT
-    st.set_widths(ws, {_col(left): 40, _col(left + 1): 16, _col(left + 2): 16})
+    st.set_widths(ws, {_col(left): 30, _col(left + 1): 13, _col(left + 2): 13})
 
 
 # ---------------------------------------------------------------- Assumptions and sources
+ASSUMPTION_WIDTHS = {"A": 26, "B": 22, "C": 18, "D": 12, "E": 10, "F": 10, "G": 12, "H": 12, "I": 12}
+LAST = len(ASSUMPTION_WIDTHS)
+
+
+def _across(ws, row: int, column: int, text: str):
+    """Text wrapped across the table to its last column (its row height follows, see printing)."""
+    cell = _put(ws, row, column, text)
+    ws.merge_cells(start_row=row, start_column=column, end_row=row, end_column=LAST)
+    cell.alignment = st.WRAP
+    return cell
+
+
 def _assumptions(wb: Workbook, res: Result):
     sc = res.scenario
     ws = wb.create_sheet("Assumptions and sources")
@@ -433,56 +472,75 @@ def _assumptions(wb: Workbook, res: Result):
         ("Cloud rate", "cheapest current on-demand $/GPU-h in the catalog, unless the scenario overrides it",
          "udfs/data/cloud.csv"),
     ]
+    ws.merge_cells(start_row=row - 1, start_column=3, end_row=row - 1, end_column=LAST)
     for label, value, basis in assumptions:
         _put(ws, row, 1, label)
         _put(ws, row, 2, value, "0%" if isinstance(value, float) and value < 1 else None)
-        _put(ws, row, 3, basis).font = st.NOTE_FONT
+        _across(ws, row, 3, basis).font = st.NOTE_FONT
         row += 1
     row += 1
 
     model = picker.model_for(sc.model)
     _section(ws, row, "Model")
     row += 1
-    mcols = ["Model", "Parameters", "Layers", "Hidden", "Heads", "KV heads", "Source", "As of"]
+    mcols = ["Model", "Parameters", "Layers", "Hidden", "Heads", "KV heads", "As of"]
     _header(ws, row, mcols)
     row += 1
-    vals = [model.name, model.params, model.layers, model.hidden, model.heads, model.kv_heads,
-            model.source or "scaled from the nearest catalog model", model.as_of]
+    vals = [model.name, model.params, model.layers, model.hidden, model.heads, model.kv_heads, model.as_of]
     for j, v in enumerate(vals, start=1):
         _put(ws, row, j, v, st.PARAMS if j == 2 else (st.INT if isinstance(v, (int, float)) else None))
+    row += 1
+    _across(ws, row, 1, "Source: " + (model.source or "scaled from the nearest catalog model")).font = st.NOTE_FONT
     row += 2
 
     _section(ws, row, "GPUs")
     row += 1
     pcol = catalog.precision_row(sc.precision).tensor_column
     gcols = ["GPU", "Memory (GB)", "Bandwidth (TB/s)", f"{sc.precision} dense TFLOPS", "TDP (W)",
-             "Link (GB/s)", "Purchase price ($)", "Price source", "Price as of", "Source", "As of"]
+             "Link (GB/s)", "Purchase price ($)", "Price as of", "As of"]
     _header(ws, row, gcols)
     row += 1
     for name in res.used_gpus:
         g = catalog.gpu(name)
         vals = [g.name, g.memory_gb, g.bandwidth_tbs, g.tensor_tflops(sc.precision), g.tdp_w, g.interconnect_gbs,
-                g.price_usd, g.price_source, g.price_as_of, g.source, g.as_of]
+                g.price_usd, g.price_as_of, g.as_of]
         for j, v in enumerate(vals, start=1):
-            _put(ws, row, j, v, "#,##0.###" if isinstance(v, float) else None)
+            _put(ws, row, j, v, st.USD0 if j == 7 and v is not None else ("#,##0.###" if isinstance(v, float)
+                                                                           else None))
         row += 1
     del pcol
+    row += 1
+    _section(ws, row, "GPU sources")
+    row += 1
+    for name in res.used_gpus:
+        g = catalog.gpu(name)
+        text = f"{g.name}: specifications: {g.source}" + (f"; price: {g.price_source}" if g.price_source else "")
+        _across(ws, row, 1, text).font = st.NOTE_FONT
+        row += 1
     row += 1
 
     _section(ws, row, "Cloud prices (cheapest current on-demand row per GPU)")
     row += 1
-    ccols = ["GPU", "Provider", "Instance", "$ per GPU-hour", "Region", "Price date", "Source", "As of"]
+    ccols = ["GPU", "Provider", "Instance", "$ per GPU-hour", "Region", "Price date", "As of"]
     _header(ws, row, ccols)
     row += 1
+    prices = []
     for name in res.used_gpus:
         p = catalog.cheapest_cloud_price(name)
         if p is None:
             _put(ws, row, 1, name)
-            _put(ws, row, 2, "no current on-demand price in the catalog").font = st.NOTE_FONT
+            _across(ws, row, 2, "no current on-demand price in the catalog").font = st.NOTE_FONT
         else:
+            prices.append(p)
             for j, v in enumerate([p.gpu, p.provider, p.instance, p.usd_per_gpu_hour, p.region, p.price_date,
-                                   p.source, p.as_of], start=1):
+                                   p.as_of], start=1):
                 _put(ws, row, j, v, st.USD if j == 4 else None)
+        row += 1
+    row += 1
+    _section(ws, row, "Cloud price sources")
+    row += 1
+    for p in prices:
+        _across(ws, row, 1, f"{p.gpu} ({p.provider} {p.instance}): {p.source}").font = st.NOTE_FONT
         row += 1
     if sc.cloud_overrides or sc.purchase_overrides:
         row += 1
@@ -495,8 +553,11 @@ def _assumptions(wb: Workbook, res: Result):
             _put(ws, row, 2, sc.cloud_overrides.get(g), st.USD)
             _put(ws, row, 3, sc.purchase_overrides.get(g), st.USD0)
             row += 1
-    st.set_widths(ws, {"A": 40, "B": 22, "C": 40, "D": 16, "E": 12, "F": 12, "G": 18, "H": 40, "I": 12,
-                       "J": 50, "K": 12})
+    for cells in ws.iter_rows(min_row=4, max_col=2):
+        for cell in cells:
+            if isinstance(cell.value, str) and cell.coordinate not in ws.merged_cells:
+                cell.alignment = st.WRAP
+    st.set_widths(ws, ASSUMPTION_WIDTHS)
 
 
 # ---------------------------------------------------------------- the workbook
@@ -509,9 +570,7 @@ def build(sc: Scenario, res: Result | None = None) -> Workbook:
     _charts(wb, res)
     _assumptions(wb, res)
     for ws in wb.worksheets:
-        print_setup(ws)
-    for name in ("Summary", "Charts"):                 # one printed page each
-        wb[name].page_setup.fitToHeight = 1
+        print_setup(ws, partial=ws.title == "Options")
     props = wb.properties
     props.title = f"Flopsheet report - {sc.name}"[:250]
     props.creator = "Flopsheet"
