@@ -278,7 +278,10 @@ def _options(wb: Workbook, res: Result):
         if best_ref and r.ok and r.total_cost is not None:
             c = ws.cell(row=row, column=vs_col, value=f"=IF({best_ref}>0,{_col(cost_col)}{row}/{best_ref},\"\")")
             c.number_format = st.FACTOR
-        _put(ws, row, vs_col + 1, basis[2](r)).font = ws.cell(row=row, column=1).font.copy()
+        if not r.ok:
+            _put(ws, row, vs_col + 1, basis[2](r)).font = st.NOTE_FONT
+        else:
+            _put(ws, row, vs_col + 1, basis[2](r))
         for j in (names.index("Why it fails / note") + 1, vs_col + 1):
             ws.cell(row=row, column=j).alignment = st.WRAP
     widths = {"A": 5, "B": 17, "C": 6, "D": 12, "E": 7, "F": 7, "G": 8}
