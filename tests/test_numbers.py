@@ -61,3 +61,40 @@ def test_thousands_grouping_round_trips(n):
 @given(st.floats(min_value=-1e300, max_value=1e300, allow_nan=False))
 def test_python_float_text_round_trips(x):
     assert numbers.try_parse(repr(x)) == x
+
+
+# ---------------------------------------------------------------- used everywhere a number is accepted
+def test_registry_accepts_finance_numbers():
+    import udfs
+    typed = udfs.call("COST_PER_1M_TOKENS", "$12,000", "70%", "100")
+    assert typed == udfs.call("COST_PER_1M_TOKENS", 12000, 0.7, 100)
+    assert udfs.call("TRAINING_FLOPS", "7B", "2T") == udfs.call("TRAINING_FLOPS", 7e9, 2e12)
+    with pytest.raises(FlopsheetError, match="US dollars"):
+        udfs.call("COST_PER_1M_TOKENS", "€12,000", 0.7, 100)
+
+
+def test_cli_calc_accepts_finance_numbers(capsys):
+    from udfs.cli import main
+    assert main(["calc", "COST_PER_1M_TOKENS", "$12,000", "70%", "100"]) == 0
+    typed = capsys.readouterr().out
+    assert main(["calc", "COST_PER_1M_TOKENS", "12000", "0.7", "100"]) == 0
+    assert typed == capsys.readouterr().out and float(typed) > 0
+
+
+def test_scenario_files_accept_finance_numbers():
+    from udfs import scenario
+    base = """name = "x"
+[workload]
+kind = "serve"
+model = "Llama 3.1 8B"
+requests_per_minute = {rpm}
+output_tokens_per_request = 300
+headroom = {headroom}
+[constraints]
+budget_usd = {budget}
+"""
+    typed = scenario.parse(base.format(rpm='"1.5k"', headroom='"20%"', budget='"$20,000"'))
+    plain = scenario.parse(base.format(rpm="1500", headroom="0.2", budget="20000"))
+    assert typed == plain
+    with pytest.raises(scenario.ScenarioError, match=r"budget_usd.*12,00"):
+        scenario.parse(base.format(rpm="1500", headroom="0.2", budget='"12,00"'))

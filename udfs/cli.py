@@ -11,7 +11,7 @@ import json
 import sys
 from importlib.metadata import entry_points
 
-from . import __version__, registry
+from . import __version__, numbers, registry
 from .errors import FlopsheetError
 from .table import Table
 
@@ -21,13 +21,12 @@ CORE_COMMANDS = ("calc", "functions")
 
 
 def parse_cli_value(text: str):
-    """Bare numbers are numbers, other words text, an empty string an omitted argument."""
+    """Numbers as people type them ("12000", "$12,000", "70%", "2T") are numbers, other words
+    text, an empty string an omitted argument."""
     if text == "":
         return None
-    try:
-        return float(text.replace("_", "")) if any(ch.isdigit() for ch in text) else text
-    except ValueError:
-        return text
+    number = numbers.try_parse(text)
+    return text if number is None else number
 
 
 def format_scalar(value) -> str:

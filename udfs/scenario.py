@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import NamedTuple
 
-from . import catalog, engines, lesson
+from . import catalog, engines, lesson, numbers
 from .economics import Ownership
 from .errors import FlopsheetError
 from .picker import DEFAULT_DEADLINE_DAYS, OBJECTIVES, WORKLOADS
@@ -172,8 +172,11 @@ def _number(table: dict, key: str, where: str, *, required=False, default=None, 
             raise ScenarioError(f"{name}: missing; it is required" + _range_text(low, high, low_open))
         return default
     v = table[key]
+    if isinstance(v, str) and numbers.try_parse(v) is not None:
+        v = numbers.try_parse(v)                   # "$12,000", "70%", "2T": the one rule for typed numbers
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ScenarioError(f"{name}: must be a number{_range_text(low, high, low_open)}, got {_type_name(v)} {v!r}")
+        raise ScenarioError(f"{name}: must be a number{_range_text(low, high, low_open)}, got {_type_name(v)} {v!r}"
+                            + (f" ({numbers.RULE})" if isinstance(v, str) else ""))
     v = float(v)
     if not math.isfinite(v):
         raise ScenarioError(f"{name}: must be a finite number, got {v!r}")
