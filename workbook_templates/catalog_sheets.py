@@ -23,7 +23,7 @@ GPU_COLUMNS = [  # (attribute, header, number format); the figures first: they a
     ("int8_tops", "INT8 TOPS (dense)", "#,##0.0"), ("fp4_tflops", "FP4 TFLOPS (dense)", "#,##0.0"),
     ("tdp_w", "TDP (W)", "#,##0"), ("price_usd", "Purchase price ($)", st.USD0),
     ("od_usd_per_gpu_hour", "Cheapest on-demand $/GPU-hour (current)", st.USD),
-    ("spot_usd_per_gpu_hour", "Cheapest spot $/GPU-hour (current)", st.USD),
+    ("spot_usd_per_gpu_hour", "Cheapest spot $/GPU-hour (current, below on-demand)", st.USD),
     ("vendor", "Vendor", None), ("form_factor", "Form factor", None), ("tier", "Tier", None),
     ("memory_type", "Memory type", None), ("launch_year", "Launch year", "0"), ("price_as_of", "Price as of", None),
 ]
@@ -33,8 +33,16 @@ TENSOR_PRECISIONS = [p.name for p in catalog.precisions()]
 
 
 def cheapest(gpu_name: str, pricing: str) -> float | None:
+    """The GPU's cheapest current price for a pricing; a discount (spot, reserved) only where it
+    undercuts the cheapest on-demand price: a spot offer dearer than another provider's on-demand
+    is no saving, and a finance reader would read spot > on-demand as a contradiction."""
     row = catalog.cheapest_cloud_price(gpu_name, pricing)
-    return row.usd_per_gpu_hour if row else None
+    if row is None:
+        return None
+    on_demand = catalog.cheapest_cloud_price(gpu_name, "on-demand")
+    if pricing != "on-demand" and on_demand is not None and row.usd_per_gpu_hour >= on_demand.usd_per_gpu_hour:
+        return None
+    return row.usd_per_gpu_hour
 
 
 def gpu_value(g, attr):
