@@ -90,7 +90,8 @@ def build_parser(front_ends: bool = True) -> argparse.ArgumentParser:
     calc.add_argument("name", help="function name, e.g. GPU_MEMORY")
     calc.add_argument("--json", action="store_true", help="print the result as JSON")
     # REMAINDER so that negative numbers ("-7e9") are arguments, not options
-    calc.add_argument("args", nargs=argparse.REMAINDER, help="arguments in order; \"\" omits one")
+    calc.add_argument("args", nargs=argparse.REMAINDER,
+                      help="arguments in order; \"\" omits one; numbers as typed: 12,000 $12,000 70%% 1.5k 2T")
     calc.set_defaults(run=cmd_calc)
 
     fns = sub.add_parser("functions", help="list every worksheet function with its arguments and help")
