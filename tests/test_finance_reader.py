@@ -151,3 +151,42 @@ def test_printed_pages_are_readable_and_never_blank(files, pdfs):
             assert body, f"{path.name} page {number} is blank ({footer})"
             smallest = min(size for size, _ in texts)
             assert smallest >= printing.MIN_PT - 0.2, f"{path.name} page {number} ({footer}): {smallest:.1f} pt"
+
+
+# ---------------------------------------------------------------- charts
+def _charts(path):
+    import zipfile
+    with zipfile.ZipFile(path) as z:
+        return [z.read(n).decode() for n in z.namelist() if n.startswith("xl/charts/chart")]
+
+
+def test_every_chart_labels_every_category(files):
+    for path in files:
+        charts = _charts(path)
+        assert charts, path.name
+        for xml in charts:
+            assert '<tickLblSkip val="1"' in xml and 'rot="0"' in xml, path.name
+
+
+@pytest.mark.parametrize("years", [3, 5])
+def test_cloud_vs_own_horizon_follows_the_lifetime(tmp_path, years):
+    path = tmp_path / "co.xlsx"
+    wt.build("cloud_vs_own", path, inputs={"CO_Lifetime": years})
+    ws = openpyxl.load_workbook(path, data_only=True)["Cloud vs own"]
+    months = [c.value for c in ws["A"] if isinstance(c.value, (int, float))]
+    assert months[-1] == years * 12 and len(months) == wt.module("cloud_vs_own").STEPS
+    (xml,) = _charts(path)
+    last_row = int(re.search(r"\$A\$\d+:\$A\$(\d+)", xml).group(1))
+    assert ws[f"A{last_row}"].value == years * 12          # the chart ends at the end of the lifetime
+
+
+def test_gpus_with_a_price_chart_lists_only_gpus_with_a_price(tmp_path):
+    from udfs import catalog
+    path = tmp_path / "gc.xlsx"
+    wt.build("gpu_comparison", path)
+    ws = openpyxl.load_workbook(path)["Comparison"]
+    xml = next(x for x in _charts(path) if "GPUs with a price" in x)
+    first, last = map(int, re.search(r"\$A\$(\d+):\$A\$(\d+)", xml).groups())
+    listed = [ws[f"A{r}"].value for r in range(first, last + 1)]
+    priced = {g.name for g in catalog.gpus() if g.price_usd}
+    assert set(listed) == priced

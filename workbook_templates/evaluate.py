@@ -10,11 +10,14 @@ compares case-insensitively, numbers < text < logicals, errors propagate, ROUNDU
 first round to 15 significant digits as both applications do.
 
 A call to a Flopsheet worksheet function (the add-in sheet) gets the value the engine
-computes (`udfs.call`), which is what Excel with the add-in shows; an engine error becomes its
-Excel error value, so `IFERROR(..., "needs the Flopsheet add-in")` stores its fallback text
-exactly when the add-in would show an error too. Anything outside the subset (an unknown
-function, a circular reference) raises `Unsupported`: a workbook is never saved with a
-silently wrong value.
+computes (`udfs.registry.call_array`): what Excel with the add-in (Server, Lite) shows, so a
+preview of the add-in sheet shows the same figure as the native column beside it. An engine
+error becomes its Excel error value; the add-in sheet's
+`IFERROR(call, IF(ERROR.TYPE(call)=5, "needs the Flopsheet add-in", "n/a"))` then stores "n/a"
+(the engine refused, as the native sheet's "n/a"), while "needs the Flopsheet add-in" (#NAME?,
+no add-in) only appears once Excel or LibreOffice recalculates without the add-in. Anything
+outside the subset (an unknown function, a circular reference) raises `Unsupported`: a workbook
+is never saved with a silently wrong value.
 """
 
 from __future__ import annotations
