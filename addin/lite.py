@@ -63,7 +63,10 @@ _ARCHIVE = """
 
 
 def _unpack() -> str:
-    data = _base64.b64decode(_ARCHIVE)
+    try:
+        data = _base64.b64decode(_ARCHIVE)
+    except ValueError:  # a cut inside the base64 text: its length is no longer a multiple of 4
+        data = b""
     if _hashlib.sha256(data).hexdigest() != _SHA256:
         raise ImportError("Flopsheet's archive in main.py is damaged (incomplete paste?): "
                           "paste the whole generated main.py again")
