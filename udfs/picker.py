@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 from . import calibration as cal
 from . import catalog, economics, serving, training
 from .catalog import Gpu, Model, Precision, as_precision
-from .errors import FlopsheetError, num_error
+from .errors import FlopsheetError, num_error, value_error
+from .names import key
 from .reasons import WINNER, Reason, Status
 
 WORKLOADS = ("train", "finetune", "lora", "qlora", "serve")
@@ -81,15 +82,17 @@ def cloud_note(row: catalog.CloudPrice) -> str:
 
 def owned_rate(gpu: Gpu, ownership: economics.Ownership | None = None, price_usd: float | None = None,
                price_from: str = "") -> tuple[float, str] | None:
-    """$ per used hour of owning the GPU (its catalog purchase price unless one is given), power
-    at TDP, with its note; None without a price."""
-    price, o = price_usd or gpu.price_usd, ownership or economics.Ownership()
+    """$ per used hour of owning the GPU in a data centre (economics.Ownership: its all-in system
+    price unless one is given, network, colocation, power, opex), with its note; None without a price."""
+    price, o = price_usd or gpu.system_price_usd, ownership or economics.Ownership()
     if not price:
         return None
+    month = o.month(price, gpu.tdp_w or 0)["total"]
     rate = o.cost_per_gpu_hour(price, gpu.tdp_w or 0)
-    return rate, (f"owned ${price:,.0f}{f' ({price_from})' if price_from else ''} over {o.lifetime_years:g} years "
-                  f"at {o.utilization:.0%} use, power at TDP, PUE {o.pue:g}, ${o.usd_per_kwh:g}/kWh: "
-                  f"${rate:.3f}/GPU-h")
+    return rate, (f"owned: ${price:,.0f} all-in per GPU{f' ({price_from})' if price_from else ''}, "
+                  f"${month:,.0f} cash per GPU-month over {o.lifetime_years:g} years at {o.cost_of_capital:.0%} "
+                  f"(network, colocation, power, opex included) = ${rate:.3f} per GPU-hour used at "
+                  f"{o.utilization:.0%} utilization")
 
 
 def resolve_basis(workload: str, basis: str) -> str:
@@ -186,10 +189,36 @@ def _serving_option(gpu, model, precision, batch, traffic, min_tps, rate, basis)
     return option
 
 
+def parse_tiers(text: str | tuple = "datacenter") -> tuple[str, ...]:
+    """GPU tiers a deployment may use, from "datacenter", "datacenter,workstation" or "any"."""
+    if isinstance(text, tuple):
+        return text
+    words = [key(w) for w in str(text or "datacenter").replace(";", ",").split(",") if w.strip()]
+    if words in (["any"], ["all"]):
+        return catalog.TIERS
+    bad = [w for w in words if w not in catalog.TIERS]
+    if bad or not words:
+        raise value_error(f"unknown tier {bad[0] if bad else text!r}; use datacenter, workstation, consumer "
+                          f"(comma-separated) or any")
+    return tuple(t for t in catalog.TIERS if t in words)
+
+
+def tier_reason(gpu: Gpu, tiers: tuple[str, ...]) -> Reason | None:
+    """Why a GPU's tier is left out (None when it is allowed)."""
+    if gpu.tier in tiers:
+        return None
+    if gpu.tier == "consumer" and gpu.vendor == "NVIDIA":
+        return Reason(Status.NOT_LICENSED, {"gpu": gpu.name, "include": "any"})
+    include = "any" if gpu.tier == "consumer" else ",".join(dict.fromkeys(tiers + (gpu.tier,)))
+    return Reason(Status.TIER_EXCLUDED, {"tier": gpu.tier, "link_gbs": gpu.interconnect_gbs or 0,
+                                         "include": include})
+
+
 def rank(workload: str, model_or_params: Model | float, precision: Precision | str = "bf16", objective: str = "cost",
          budget_usd: float | None = None, deadline_days: float | None = None, tokens_or_traffic: float | None = None,
-         batch: float = 1, price_basis: str = "auto", min_tokens_per_sec: float = 0.0) -> list[Option]:
-    model, precision = model_for(model_or_params), as_precision(precision)
+         batch: float = 1, price_basis: str = "auto", min_tokens_per_sec: float = 0.0,
+         tiers: str | tuple = "datacenter") -> list[Option]:
+    model, precision, allowed = model_for(model_or_params), as_precision(precision), parse_tiers(tiers)
     options = []
     for gpu in catalog.gpus():
         try:
@@ -201,6 +230,9 @@ def rank(workload: str, model_or_params: Model | float, precision: Precision | s
         if opt.ok and budget_usd and monthly and monthly > budget_usd:
             _fail(opt, Status.OVER_BUDGET, cost=monthly, budget=budget_usd,
                   per="month" if workload == "serve" else "job")
+        left_out = tier_reason(gpu, allowed)
+        if left_out:                         # sized and priced all the same, so a reader can compare
+            opt.reason = left_out
         options.append(opt)
     key = _sort_key(workload, objective)
     options.sort(key=lambda o: (not o.ok, key(o)))
