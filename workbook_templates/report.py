@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from pathlib import Path
 
@@ -22,9 +23,9 @@ from openpyxl.styles import Alignment
 
 import udfs
 from udfs import calibration as cal
-from udfs import catalog, picker
+from udfs import catalog, economics, picker
 from udfs.economics import HOURS_PER_MONTH
-from udfs.report_model import SWING, Result, analyse
+from udfs.report_model import SWING, Result, analyse, as_json, breakeven_sentence
 from udfs.scenario import Scenario
 from udfs.sweep import Row
 
@@ -111,8 +112,7 @@ def _summary(wb: Workbook, res: Result):
         ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=8)
         row += 2
     else:
-        verb = "Rent" if best.basis == "cloud" else "Buy"
-        text = f"{verb} {best.count:,} x {best.gpu} ({best.rate_note})."
+        text = recommendation_sentence(res)
         c = write_text(ws.cell(row=row, column=1), text)
         c.font = st.BOLD
         c.fill = st.OUTPUT_FILL
@@ -121,7 +121,7 @@ def _summary(wb: Workbook, res: Result):
         ws.row_dimensions[row].height = 32
         row += 2
     cols = ["", "GPU", "GPUs", "Rent or own", "Days" if not sc.serving else "Tokens/s per request",
-            _cost_label(sc)] + (["$ per 1M output tokens"] if sc.serving else ["GPU-hours"]) + ["Why"]
+            _cost_label(sc)] + (["$ per 1M output tokens"] if sc.serving else ["GPU-hours"]) + ["Capex ($)", "Why"]
     _header(ws, row, cols)
     row += 1
     first_pick = row
@@ -141,10 +141,11 @@ def _summary(wb: Workbook, res: Result):
             _put(ws, row, 7, r.cost_per_1m, st.USD)
         else:
             _put(ws, row, 7, r.gpu_hours, st.INT)
-        c = _put(ws, row, 8, res.why.get(id(r), ""))
-        for j in range(1, 9):
-            ws.cell(row=row, column=j).alignment = st.WRAP if j == 8 else Alignment(vertical="top")
-        ws.row_dimensions[row].height = 32
+        _put(ws, row, 8, r.capex, st.USD0)
+        c = _put(ws, row, 9, res.why.get(id(r), ""))
+        for j in range(1, 10):
+            ws.cell(row=row, column=j).alignment = st.WRAP if j == 9 else Alignment(vertical="top")
+        ws.row_dimensions[row].height = 45
         row += 1
     if len(res.runners_up) < 2 and best is not None:
         _put(ws, row, 1, f"Only {1 + len(res.runners_up)} GPU/pricing combination(s) meet every constraint.").font = st.NOTE_FONT
@@ -160,10 +161,17 @@ def _summary(wb: Workbook, res: Result):
         ("Options that meet every constraint", n_ok, st.INT)]
     if best is not None:
         figures += [("Recommended GPU", best.gpu, ""), ("GPUs", best.count, st.INT),
-                    ("Rent or own", _basis_words(best), ""), ("$ per GPU-hour", best.rate, st.USD),
-                    (_cost_label(sc), best.total_cost, st.USD0)]
+                    ("Rent or own", _basis_words(best), ""),
+                    ("$ per GPU-hour" + (" used (owned cash / used hours)" if best.basis == "owned" else " rented"),
+                     best.rate, st.USD),
+                    (_cost_label(sc), best.total_cost, st.USD0),
+                    ("Capex ($, paid up front)", best.capex, st.USD0)]
+        if not sc.serving:
+            figures.append(("Cash per month while the GPUs are held ($)", best.monthly_cost, st.USD0))
+        figures += _money_lines(sc, best)
         if sc.serving:
             figures += [("$ per 1M output tokens", best.cost_per_1m, st.USD),
+                        ("Output tokens produced a month", sc.tokens_per_month, st.INT),
                         ("Output tokens/s provisioned", sc.traffic_tokens_per_sec, st.TOK_S),
                         ("Capacity (output tokens/s)", best.capacity_tps, st.TOK_S),
                         ("Tokens/s per request", best.per_request_tps, st.TOK_S),
@@ -175,13 +183,20 @@ def _summary(wb: Workbook, res: Result):
             top = res.sensitivity[0]
             figures.append(("Assumption that moves the cost most (+/-25%)", top["assumption"], ""))
         ovr = res.own_vs_rent
-        if ovr:
-            figures.append((f"Owning {ovr['count']:,} x {ovr['gpu']} beats renting after",
-                            f"month {ovr['crossover_month']}" if ovr["crossover_month"] is not None
-                            else "never within the lifetime", ""))
+        if ovr and not ovr["missing"]:
+            figures.append(("Break-even month, own vs rent (recommended GPUs)",
+                            ovr["crossover_month"] if ovr["crossover_month"] else "not within the lifetime",
+                            st.INT))
     for label, value, fmt in figures:
         _put(ws, row, 1, label)
-        _put(ws, row, 2, value, fmt or None, key=True)
+        _put(ws, row, 2, value if value is not None else "", fmt or None, key=True)
+        row += 1
+    sentence = breakeven_sentence(res)
+    if sentence:
+        c = write_text(ws.cell(row=row, column=1), sentence)
+        c.alignment = st.WRAP
+        ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=9)
+        ws.row_dimensions[row].height = 30
         row += 1
     row += 1
 
@@ -206,7 +221,29 @@ def _summary(wb: Workbook, res: Result):
         c = _put(ws, row, 2, value)
         c.alignment = Alignment(wrap_text=False)
         row += 1
-    st.set_widths(ws, {"A": 50, "B": 24, "C": 9, "D": 13, "E": 16, "F": 18, "G": 16, "H": 64})
+    st.set_widths(ws, {"A": 50, "B": 24, "C": 9, "D": 13, "E": 16, "F": 18, "G": 16, "H": 16, "I": 64})
+
+
+def recommendation_sentence(res: Result) -> str:
+    """The recommendation in one sentence, with its money (the row's figures)."""
+    sc, r = res.scenario, res.best
+    per = "a month" if sc.serving else "for the job"
+    tokens = f", ${r.cost_per_1m:,.2f} per 1M output tokens" if sc.serving else ""
+    if r.basis == "owned":
+        return (f"Buy {r.count:,} x {r.gpu}: capex ${r.capex:,.0f} up front (all-in systems and network); "
+                f"${r.total_cost:,.0f} {per}{tokens}. Owned monthly cash ${r.monthly_cost:,.0f} = capital recovery + "
+                f"network + colocation + power + opex, the same whatever the utilization.")
+    return (f"Rent {r.count:,} x {r.gpu} at ${r.rate:,.2f} per GPU-hour for {r.rented_hours:,.0f} GPU-hours"
+            f"{' a month (every GPU, 730 h)' if sc.serving else ''}: ${r.total_cost:,.0f} {per}{tokens}; no capex.")
+
+
+def _money_lines(sc: Scenario, r: Row) -> list:
+    """The owned month by line, or the rented hours, as key-figure rows."""
+    if r.basis == "cloud":
+        return [("GPU-hours rented" + (" a month" if sc.serving else ""), r.rented_hours, st.INT)]
+    names = {"capital": "capital recovery", "networking": "scale-out network", "facility": "colocation (facility)",
+             "power": "power x PUE", "opex": "opex"}
+    return [(f"  of which {names[k]} ($ a month)", r.lines[k], st.USD0) for k in names]
 
 
 # ---------------------------------------------------------------- Options
@@ -225,6 +262,11 @@ def option_columns(sc: Scenario) -> list[tuple[str, str, object]]:
     cols += [("$ per GPU-hour", st.USD, lambda r: r.rate), (_cost_label(sc), st.USD0, lambda r: r.total_cost)]
     if sc.serving:
         cols.append(("$ per 1M output tokens", st.USD, lambda r: r.cost_per_1m))
+    else:
+        cols.append(("Cash per month held ($)", st.USD0, lambda r: r.monthly_cost))
+    cols += [("Capex ($)", st.USD0, lambda r: r.capex),
+             ("GPU-hours rented" + (" a month" if sc.serving else ""), st.INT, lambda r: r.rented_hours),
+             ("Break-even month (own vs rent)", st.INT, lambda r: r.breakeven_month)]
     cols += [("Why it fails / note", "", lambda r: r.reason.text() if r.reason else ""), ("Price basis", "", lambda r: r.rate_note)]
     return cols
 
@@ -371,7 +413,9 @@ def _charts(wb: Workbook, res: Result):
         charts[1].series[0].graphicalProperties.solidFill = "70AD47"
     ovr = res.own_vs_rent
     top = head + max(len(ok), 1) + 3
-    if ovr:
+    if ovr and ovr["missing"]:
+        write_text(ws.cell(row=42, column=1), breakeven_sentence(res)).font = st.NOTE_FONT
+    elif ovr:
         _put(ws, top - 1, left, f"Cumulative cost, {ovr['count']:,} x {ovr['gpu']}: own vs rent").font = st.BOLD
         _header(ws, top, ["Month", "Own ($)", "Rent ($)"], first=left)
         for i, m in enumerate(ovr["months"]):
@@ -394,10 +438,11 @@ def _charts(wb: Workbook, res: Result):
         line.y_axis.delete = False
         line.height, line.width = 9, 20
         ws.add_chart(line, "A42")
-        note = (f"Own: {ovr['count']:,} x ${ovr['price']:,.0f} at month 0, then power x PUE and opex "
-                f"(${ovr['running_per_month']:,.0f} per GPU a month); residual value back at the end; financing "
-                f"not shown. Rent: ${ovr['rent_rate']:g}/GPU-h for {ovr['used_hours_per_month']:,.0f} h a month "
-                f"(730 h x utilization).")
+        note = (f"Own: capex ${ovr['capex']:,.0f} at month 0 (all-in systems + network), then colocation, power x "
+                f"PUE and opex (${ovr['running_per_month']:,.0f} a month for all {ovr['count']:,} GPUs); residual "
+                f"value back at the end; financing not shown. Rent: ${ovr['rent_rate']:g}/GPU-h for "
+                f"{ovr['used_hours_per_month']:,.0f} h a month per GPU"
+                f"{' (always on)' if sc.serving else ' (730 h x utilization)'}. " + breakeven_sentence(res))
         write_text(ws.cell(row=61, column=1), note).font = st.NOTE_FONT
     st.set_widths(ws, {_col(left): 40, _col(left + 1): 16, _col(left + 2): 16})
 
@@ -423,10 +468,23 @@ def _assumptions(wb: Workbook, res: Result):
         ("Serving context per sequence (tokens)", picker.SERVE_CONTEXT, "KV cache sized for it"),
         ("GPUs per serving copy", "fewest of 1, 2, 4, 8 that hold the model", "udfs/picker.py"),
         ("Hours per month", HOURS_PER_MONTH, "8,760 / 12"),
-        ("Serving cost", "$/GPU-h x GPUs x 730 h a month; $/1M tokens at the provisioned tokens/s",
-         "udfs.economics.cost_per_1m_tokens"),
-        ("Owned cost per used GPU-hour", "(capital recovery + power at TDP x PUE x $/kWh + opex) / "
-         "(8,760 h x utilization)", "udfs.economics.owned_cost_per_gpu_hour"),
+        ("Rented cost", "$/GPU-h x GPU-hours rented: every GPU 730 h a month serving; the job's GPU-hours "
+         "training", "udfs/sweep.py"),
+        ("Owned monthly cash per GPU", "capital recovery of the all-in system price at the cost of capital (residual "
+         "netted) + scale-out network (share of the system price, recovered the same way) + colocation $/kW-month "
+         "x the server's kW + the server's power x PUE x $/kWh for every hour + opex; the same whatever the "
+         "utilization", "udfs.economics.datacenter_month (DATACENTER_COST_PER_GPU_MONTH)"),
+        ("Server power per GPU", f"GPU TDP x {economics.SYSTEM_POWER_FACTOR:.2f}",
+         "NVIDIA DGX H100: up to 10.2 kW for 8 x 700 W GPUs"),
+        ("Owned cost of a training job", "GPU-hours x monthly cash / (730 h x utilization)",
+         "the job's share of GPUs busy that share of their life"),
+        ("Serving cost per 1M output tokens", "monthly cost / output tokens produced a month (peak requests/min x "
+         "tokens x 60 x 730 h x average share of the peak)", "udfs.scenario.Scenario.tokens_per_month"),
+        ("Capex (owned)", "GPUs x all-in system price x (1 + network share)", "paid up front"),
+        ("Break-even month", "first month the rent of the same GPUs at the cheapest cloud rate reaches the capex "
+         "plus the running cash (simple payback)", "udfs.sweep.breakeven_month"),
+        ("All-in system price per GPU", "a published server price / its GPUs; else the card price + 44.1% platform "
+         "allowance (the H100 HGX server per GPU over the H100 card price)", "udfs/data/gpus.csv system_price_*"),
         ("Cloud rate", "cheapest current on-demand $/GPU-h in the catalog, unless the scenario overrides it",
          "udfs/data/cloud.csv"),
     ]
@@ -453,13 +511,15 @@ def _assumptions(wb: Workbook, res: Result):
     row += 1
     pcol = catalog.precision_row(sc.precision).tensor_column
     gcols = ["GPU", "Memory (GB)", "Bandwidth (TB/s)", f"{sc.precision} dense TFLOPS", "TDP (W)",
-             "Link (GB/s)", "Purchase price ($)", "Price source", "Price as of", "Source", "As of"]
+             "Link (GB/s)", "Card price ($)", "Card price kind", "Price source", "Price as of",
+             "All-in per GPU ($)", "All-in kind", "All-in source", "All-in as of", "Source", "As of"]
     _header(ws, row, gcols)
     row += 1
     for name in res.used_gpus:
         g = catalog.gpu(name)
         vals = [g.name, g.memory_gb, g.bandwidth_tbs, g.tensor_tflops(sc.precision), g.tdp_w, g.interconnect_gbs,
-                g.price_usd, g.price_source, g.price_as_of, g.source, g.as_of]
+                g.price_usd, g.price_kind, g.price_source, g.price_as_of, g.system_price_usd, g.system_price_kind,
+                g.system_price_source, g.system_price_as_of, g.source, g.as_of]
         for j, v in enumerate(vals, start=1):
             _put(ws, row, j, v, "#,##0.###" if isinstance(v, float) else None)
         row += 1
@@ -493,7 +553,7 @@ def _assumptions(wb: Workbook, res: Result):
             _put(ws, row, 3, sc.purchase_overrides.get(g), st.USD0)
             row += 1
     st.set_widths(ws, {"A": 40, "B": 22, "C": 40, "D": 16, "E": 12, "F": 12, "G": 18, "H": 40, "I": 12,
-                       "J": 50, "K": 12})
+                       "J": 18, "K": 40, "L": 50, "M": 12, "N": 50, "O": 12})
 
 
 # ---------------------------------------------------------------- the workbook
@@ -584,7 +644,10 @@ def run_command(args) -> int:
     best = res.best
     summary = (f"recommended: {best.label}, ${best.total_cost:,.0f}" + (" per month" if res.scenario.serving else "")
                if best else "no option meets every constraint")
-    print(f"wrote {out} ({len(res.rows)} options; {summary})")
+    said = sys.stderr if args.json else sys.stdout       # with --json, stdout is the JSON object alone
+    print(f"wrote {out} ({len(res.rows)} options; {summary})", file=said)
     if args.csv:
-        print(f"wrote {out.with_suffix('.csv')}")
+        print(f"wrote {out.with_suffix('.csv')}", file=said)
+    if args.json:
+        print(json.dumps(as_json(res), allow_nan=False, indent=2))
     return 0
