@@ -52,8 +52,8 @@ DC_ARGS = [
         "America asking rate, 250-500 kW, H2 2024); 0 where you own the building", "$/kW-month",
         default=economics.USD_PER_KW_MONTH, min=0),
     replace(PUE, default=economics.DC_PUE,
-            help="Facility power usage effectiveness (default 1.58: Uptime Institute survey average; ~1.3 new "
-                 "colocation, 1.1-1.2 hyperscale)"),
+            help="Facility power usage effectiveness (default 1.58, unlike the lesson's 1: the Uptime Institute "
+                 "survey average; ~1.3 new colocation, 1.1-1.2 hyperscale)"),
     USD_PER_KWH, OPEX]
 
 
