@@ -27,7 +27,7 @@ from udfs import catalog, economics, picker
 from udfs.economics import HOURS_PER_MONTH
 from udfs.report_model import SWING, Result, analyse, as_json, breakeven_sentence
 from udfs.scenario import Scenario
-from udfs.sweep import Row
+from udfs.sweep import Row, purchase_price
 
 from . import styles as st
 from .common import atomic_save, atomic_write, print_setup, write_text
@@ -243,7 +243,11 @@ def _money_lines(sc: Scenario, r: Row) -> list:
         return [("GPU-hours rented" + (" a month" if sc.serving else ""), r.rented_hours, st.INT)]
     names = {"capital": "capital recovery", "networking": "scale-out network", "facility": "colocation (facility)",
              "power": "power x PUE", "opex": "opex"}
-    return [(f"  of which {names[k]} ($ a month)", r.lines[k], st.USD0) for k in names]
+    g = catalog.gpu(r.gpu)
+    firm = ("your quote (scenario [prices])" if g.name in sc.purchase_overrides else
+            f"{g.system_price_kind}, {g.system_price_as_of or 'undated'}; card: {g.price_kind or 'no card price'}"
+            f"{', ' + g.price_as_of if g.price_as_of else ''}")
+    return [("All-in price per GPU ($)", purchase_price(sc, g), st.USD0), ("How firm that price is", firm, "")] + [(f"  of which {names[k]} ($ a month)", r.lines[k], st.USD0) for k in names]
 
 
 # ---------------------------------------------------------------- Options
