@@ -166,7 +166,7 @@ def _summary(wb: Workbook, res: Result):
                      best.rate, st.USD),
                     (_cost_label(sc), best.total_cost, st.USD0),
                     ("Capex ($, paid up front)", best.capex, st.USD0)]
-        if not sc.serving:
+        if not sc.serving and best.basis == "owned":
             figures.append(("Cash per month while the GPUs are held ($)", best.monthly_cost, st.USD0))
         figures += _money_lines(sc, best)
         if sc.serving:
@@ -230,9 +230,12 @@ def recommendation_sentence(res: Result) -> str:
     per = "a month" if sc.serving else "for the job"
     tokens = f", ${r.cost_per_1m:,.2f} per 1M output tokens" if sc.serving else ""
     if r.basis == "owned":
+        share = ("" if sc.serving else
+                 f" The job is charged its share of GPUs kept {sc.ownership.utilization:.0%} busy for "
+                 f"{sc.ownership.lifetime_years:g} years; bought for this job alone, it costs the capex less resale.")
         return (f"Buy {r.count:,} x {r.gpu}: capex ${r.capex:,.0f} up front (all-in systems and network); "
                 f"${r.total_cost:,.0f} {per}{tokens}. Owned monthly cash ${r.monthly_cost:,.0f} = capital recovery + "
-                f"network + colocation + power + opex, the same whatever the utilization.")
+                f"network + colocation + power + opex, the same whatever the utilization.{share}")
     return (f"Rent {r.count:,} x {r.gpu} at ${r.rate:,.2f} per GPU-hour for {r.rented_hours:,.0f} GPU-hours"
             f"{' a month (every GPU, 730 h)' if sc.serving else ''}: ${r.total_cost:,.0f} {per}{tokens}; no capex.")
 
