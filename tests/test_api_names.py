@@ -45,11 +45,14 @@ def test_every_money_argument_says_usd(listing):
 
 
 def test_one_default_per_concept(listing):
-    """One default per concept "unless the function's help says why not": an argument whose default
-    differs from the concept's usual one says so in its help ("unlike ...")."""
+    """One value per concept; a blank default is allowed beside it where the function decides
+    (its help says how, after "blank:"), e.g. the engine's own KV format or the GPU count; and a
+    second default "where the function's help says why not" ("unlike ...")."""
     defaults: dict[str, set] = {}
-    for _, a in all_args(listing):
+    for fn, a in all_args(listing):
         if a["optional"] and a["name"] != "part" and "unlike" not in a["help"]:   # `part`: each function's own
+            if a["default"] == "" and "blank" in a["help"].lower():
+                continue
             defaults.setdefault(a["name"], set()).add(json.dumps(a["default"]))
     assert {name: d for name, d in defaults.items() if len(d) > 1} == {}
     explained = {(fn, a["name"]) for fn, a in all_args(listing) if "unlike" in a["help"]}

@@ -84,13 +84,14 @@ def test_api_cost_between_its_prices(share, p_in, p_out):
 
 # --- the lesson's rules of thumb, emerging from the numbers ------------------------------------
 def test_batch1_7b_serving_cheapest_on_a_consumer_card_when_any_tier_is_allowed():
-    best = picker.recommend("serve", udfs.catalog.model("Llama 2 7B"), "fp16", tiers="any")
+    best = picker.recommend("serve", udfs.catalog.model("Llama 2 7B"), "fp16", "cost", None, None, None, 1, tiers="any")
     assert udfs.catalog.gpu(best.gpu).tier == "consumer"
-    ranked = picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16", tiers="any")
+    ranked = picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16", "cost", None, None, None, 1, tiers="any")
     h100 = next(o for o in ranked if o.gpu == "H100 SXM 80GB")
-    assert h100.cost > 3 * ranked[0].cost
+    # all-in systems, colocation and power narrow the lesson's card-price gap (over 3x) to about 2.5x
+    assert h100.cost > 2 * ranked[0].cost
     assert udfs.catalog.gpu(udfs.call("GPU_RECOMMEND", "serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0,
-                                      "gpu", "any")).tier == "consumer"
+                                      "gpu", 1024, 256, "", "any")).tier == "consumer"
 
 
 def test_deployable_by_default():
@@ -105,7 +106,7 @@ def test_deployable_by_default():
                                            tiers="datacenter, workstation")}
     assert both["RTX 6000 Ada 48GB"].ok and both["RTX 3090 24GB"].status is Status.NOT_LICENSED
     with pytest.raises(udfs.FlopsheetError, match="unknown tier"):
-        udfs.call("GPU_RANK", "serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gaming")
+        udfs.call("GPU_RANK", "serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, 1024, 256, "", "gaming")
 
 
 # --- owning like a data centre ------------------------------------------------------------------
@@ -164,7 +165,7 @@ def test_reasons_for_failing():
     assert any(o.status is Status.OVER_BUDGET for o in ranked)
     ranked = picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16", min_tokens_per_sec=120)
     assert any(o.status is Status.TOO_SLOW for o in ranked)
-    assert all(o.tokens_per_sec / o.count >= 120 for o in ranked if o.ok)
+    assert all(o.per_request_tps >= 120 * (1 - 1e-9) for o in ranked if o.ok)
     ranked = picker.rank("train", udfs.catalog.model("Llama 2 70B"), "bf16", "cost", None, 1, 2e12)
     assert any(o.status is Status.MISSES_DEADLINE for o in ranked) or all(o.days <= 1 for o in ranked if o.ok)
 
@@ -189,6 +190,7 @@ def test_verdicts_are_data_and_render_from_one_table():
             seen.add(o.status)
     assert {Status.OK, Status.NO_FIT, Status.NEEDS_NVLINK, Status.OVER_BUDGET} <= seen
     table = udfs.call("GPU_RANK", "serve", "Llama 2 7B", "fp16", "cost", 1.0)
+    verdict, reason = table.header.index("verdict"), table.header.index("reason")
     rows = {r[1]: r for r in table.rows}
-    assert any(r[-2] == "fails" and r[-1].startswith("over budget: $") and r[-1].endswith("per month")
+    assert any(r[verdict] == "fails" and r[reason].startswith("over budget: $") and r[reason].endswith("per month")
                for r in rows.values())

@@ -55,7 +55,8 @@ def _engine_best(sc: scenario.Scenario):
     best = None
     for basis in sc.pricing:
         for opt in picker.rank(sc.kind, model, sc.precision, sc.objective, None, sc.deadline_days, sc.work,
-                               sc.batch, basis, sc.min_tokens_per_sec, sc.tiers):
+                               sc.batch, basis, sc.min_tokens_per_sec, sc.prompt_tokens_per_request,
+                               sc.output_tokens_per_request or 256, sc.engine, sc.tiers):
             if names is not None and opt.gpu not in names:
                 continue
             if opt.status not in (Status.OK, Status.NO_PRICE):

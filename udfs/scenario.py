@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import NamedTuple
 
-from . import catalog, lesson
+from . import catalog, engines, lesson
 from .economics import Ownership
 from .errors import FlopsheetError
 from .picker import DEFAULT_DEADLINE_DAYS, OBJECTIVES, WORKLOADS, parse_tiers
@@ -22,7 +22,7 @@ BASES = ("cloud", "owned")
 TOP_FIELDS = {"name", "description", "workload", "constraints", "candidates", "prices", "ownership"}
 WORKLOAD_FIELDS = {"kind", "model", "params", "precision", "tokens", "requests_per_minute", "daily_users",
                    "requests_per_user_per_day", "peak_to_average", "output_tokens_per_request", "headroom",
-                   "batch"}
+                   "batch", "prompt_tokens_per_request", "engine"}
 CONSTRAINT_FIELDS = {"deadline_days", "p95_latency_s", "budget_usd", "objective"}
 CANDIDATE_FIELDS = {"gpus", "counts", "pricing", "tiers"}
 PRICE_FIELDS = {"usd_per_gpu_hour", "purchase_usd"}
@@ -53,7 +53,9 @@ class Scenario:
     requests_per_minute: float | None = None
     output_tokens_per_request: float | None = None
     headroom: float = 0.2
-    batch: float = 1
+    batch: int | None = None           # serving: an override; None = the largest that fits and meets the target
+    prompt_tokens_per_request: float = 1024
+    engine: str = ""                   # serving engine; blank = the GPU's default (engines.DEFAULT_ENGINE_TEXT)
     daily_users: float | None = None
     requests_per_user_per_day: float | None = None
     peak_to_average: float | None = None
@@ -120,8 +122,11 @@ class Scenario:
             rows += [("Requests per minute (peak)", self.requests_per_minute, ""),
                      ("Output tokens per request", self.output_tokens_per_request, ""),
                      Input("Burst headroom", self.headroom, share=True),
+                     ("Prompt tokens per request", self.prompt_tokens_per_request, ""),
                      ("Output tokens/s provisioned", self.traffic_tokens_per_sec, "requests/min / 60 x tokens x (1 + headroom)"),
-                     ("Concurrent requests per copy (batch)", self.batch, ""),
+                     ("Inference engine", self.engine or engines.DEFAULT_ENGINE_TEXT, ""),
+                     ("Concurrent requests per copy (batch)", self.batch or "auto",
+                      "" if self.batch else "largest the KV cache holds and the latency target allows"),
                      Input("Average traffic as a share of the peak", self.average_load,
                            "1 / peak-to-average" if self.daily_users else "the utilization below", share=True),
                      ("Output tokens produced a month", self.tokens_per_month,
@@ -295,7 +300,7 @@ def from_dict(data: dict, source: str = "") -> Scenario:
                   objective=_choice(c, "objective", "constraints", OBJECTIVES, default="cost"))
 
     serve_only = {"requests_per_minute", "daily_users", "requests_per_user_per_day", "peak_to_average",
-                  "output_tokens_per_request", "headroom", "batch"}
+                  "output_tokens_per_request", "headroom", "batch", "prompt_tokens_per_request", "engine"}
     if kind == "serve":
         if "tokens" in w:
             raise ScenarioError("workload.tokens: only for training workloads; for kind = \"serve\" give "
@@ -422,4 +427,12 @@ def _serving(w: dict, sc: Scenario):
     sc.output_tokens_per_request = _number(w, "output_tokens_per_request", "workload", required=True, low=0,
                                            low_open=True, high=1e6)
     sc.headroom = _number(w, "headroom", "workload", default=0.2, low=0, high=10)
-    sc.batch = _number(w, "batch", "workload", default=16, low=1, high=4096, integer=True)
+    sc.batch = _number(w, "batch", "workload", default=None, low=1, high=4096, integer=True)
+    sc.prompt_tokens_per_request = _number(w, "prompt_tokens_per_request", "workload", default=1024, low=1,
+                                           high=1e7)
+    engine = _text(w, "engine", "workload.")
+    if engine:
+        try:
+            sc.engine = engines.engine(engine).name
+        except FlopsheetError as e:
+            raise ScenarioError(f"workload.engine: {e.message}") from None

@@ -150,6 +150,7 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
             continue
         ranked = picker.rank(sc.kind, model, sc.precision, sc.objective, None, sc.deadline_days, sized, sc.batch,
                              basis, sc.min_tokens_per_sec if efficiency == 1.0 else sc.min_tokens_per_sec / efficiency,
+                             sc.prompt_tokens_per_request, sc.output_tokens_per_request or 256, sc.engine,
                              sc.tiers)
         for opt in ranked:
             if opt.gpu not in names or (only and only[0] != opt.gpu):
@@ -227,7 +228,7 @@ def _same_for_counts(sc: Scenario, base: Row) -> list[Row]:
 def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: float, efficiency: float = 1.0,
                   work_scale: float = 1.0, price_scale: float = 1.0) -> list[Row]:
     base = _base_row(opt, basis, rate)
-    tp = picker.gpus_per_copy(model, gpu, sc.precision, sc.batch) if opt.fits else None
+    tp = opt.gpus_per_copy
     if tp is None or not opt.count or not opt.tokens_per_sec:
         return _same_for_counts(sc, base)
     per_copy = opt.tokens_per_sec / (opt.count / tp)
@@ -242,7 +243,7 @@ def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: floa
             out.append(r)
             continue
         r.capacity_tps = per_copy_true * copies
-        r.per_request_tps = per_copy_true / sc.batch
+        r.per_request_tps = opt.per_request_tps * efficiency
         r.seconds_per_request = sc.output_tokens_per_request / r.per_request_tps
         if opt.status is Status.TOO_SLOW or (c == opt.count and opt.status not in PRICE_VERDICTS):
             r.reason = opt.reason

@@ -181,6 +181,19 @@ def build(path, inputs: dict | None = None) -> Book:
         book.addin_only(label, fn, {"usd_per_gpu_hour": inp["IP_CloudRate"], "model": inp["IP_Model"], "gpu": gpu,
                                     "precision": inp["IP_Precision"], "batch": inp["IP_Batch"], **extra},
                         '"$"#,##0.0000')
+    # the serving-capacity model (continuous batching, latency target, engine) has no native formula
+    lat_in = inp["IP_Latency"]
+    tpot = Expr(lambda s: f"{lat_in.ref(s)}*1000/{tout.ref(s)}", lambda get: 0)
+    shape = {"model": inp["IP_Model"], "gpu": gpu, "precision": inp["IP_Precision"], "prompt_tokens": tin,
+             "output_tokens": tout}
+    book.addin_only("Serving throughput per model copy at the latency target (serving model)", "SERVING_THROUGHPUT",
+                    {**shape, "max_tpot_ms": tpot}, st.TOK_S)
+    book.addin_only("Concurrent requests per copy at that point (serving model)", "SERVING_BATCH",
+                    {**shape, "max_tpot_ms": tpot}, "#,##0")
+    book.addin_only("GPUs for the traffic at the latency target (serving model)", "GPUS_FOR_TRAFFIC",
+                    {"model": inp["IP_Model"], "gpu": gpu, "requests_per_minute": rpm, "prompt_tokens": tin,
+                     "output_tokens": tout, "max_tpot_ms": tpot, "precision": inp["IP_Precision"],
+                     "headroom": inp["IP_Headroom"]}, "#,##0")
     st.set_widths(ws, {"A": 46, "B": 20, "C": 16})
     ws.freeze_panes = "A4"
 

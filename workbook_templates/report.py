@@ -472,8 +472,11 @@ def _assumptions(wb: Workbook, res: Result):
         ("Training parallelism", "ZeRO-3 data parallel, full recompute, micro-batch 1 x 2,048",
          f"udfs/picker.py; sharded models need a >= {catalog.NVLINK_CLASS_GBS:g} GB/s (NVLink-class) GPU link"),
         ("Default deadline (days)", picker.DEFAULT_DEADLINE_DAYS, "when the scenario gives none"),
-        ("Serving context per sequence (tokens)", picker.SERVE_CONTEXT, "KV cache sized for it"),
-        ("GPUs per serving copy", "fewest of 1, 2, 4, 8 that hold the model", "udfs/picker.py"),
+        ("Serving throughput per copy", "continuous batching at the largest batch the KV cache holds under the "
+         "engine's memory rules and the latency target allows", "udfs/capacity.py (SERVING_THROUGHPUT); "
+         "docs/serving-model.md"),
+        ("GPUs per serving copy", "the tensor-parallel group of 1, 2, 4 or 8 needing the fewest GPUs for the "
+         "traffic", "udfs/capacity.py (GPUS_FOR_TRAFFIC)"),
         ("Hours per month", HOURS_PER_MONTH, "8,760 / 12"),
         ("Rented cost", "$/GPU-h x GPU-hours rented: every GPU 730 h a month serving; the job's GPU-hours "
          "training", "udfs/sweep.py"),

@@ -3,9 +3,9 @@ split into input (prefill) and output (decode) tokens."""
 
 from dataclasses import replace
 
-from .. import economics, serving
+from .. import capacity, economics
 from ..registry import Arg, worksheet
-from .common import (BATCH, CLOUD_USD_PER_GPU_HOUR, CONTEXT, GPU, HARDWARE_COST_USD, LIFETIME_YEARS, MODEL, N_GPUS,
+from .common import (BATCH, CLOUD_USD_PER_GPU_HOUR, CONTEXT, ENGINE, GPU, HARDWARE_COST_USD, LIFETIME_YEARS, MODEL, N_GPUS,
                      POWER_W, PRECISION, PROMPT, USD_PER_GPU_HOUR, USD_PER_KWH, UTILIZATION, positive)
 
 PUE = Arg("pue", "number", "Facility power usage effectiveness (1 = no overhead; data centres average ~1.5)", "x",
@@ -127,40 +127,42 @@ INPUT_SHARE = Arg("input_share", "number", "Share of tokens that are input (3:1 
                   default=0.75, min=0, max=1)
 
 
-def _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus):
-    rate = prompt_tokens * batch / serving.prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus)
+def _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus, engine):
+    seconds = capacity.prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus, engine or None)
+    rate = prompt_tokens * batch / seconds
     return economics.cost_per_1m_tokens(usd_per_gpu_hour * n_gpus, rate)
 
 
-def _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus):
-    rate = serving.decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus)
+def _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus, engine):
+    step = capacity.decode_step(model, gpu, precision, batch, context, n_gpus, None, engine or None)
+    rate = batch / step.total
     return economics.cost_per_1m_tokens(usd_per_gpu_hour * n_gpus, rate)
 
 
 @worksheet("COST_PER_1M_INPUT_TOKENS", "Cost per million input (prompt) tokens: GPU-hour price x GPUs / prefill "
            "tokens per hour.", "$ per 1M input tokens", "Economics",
-           [GPU_HOUR_PRICE, MODEL, GPU, PRECISION, BATCH, PROMPT, N_GPUS],
-           examples=[((2.0, "Llama 2 7B", "H100", "fp16", 1, 2048), 0.011934)])
-def cost_per_1m_input_tokens(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus):
-    return _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus)
+           [GPU_HOUR_PRICE, MODEL, GPU, PRECISION, BATCH, PROMPT, N_GPUS, ENGINE],
+           examples=[((2.0, "Llama 2 7B", "H100", "fp16", 1, 2048), 0.011127)])
+def cost_per_1m_input_tokens(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus, engine):
+    return _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus, engine)
 
 
 @worksheet("COST_PER_1M_OUTPUT_TOKENS", "Cost per million output (generated) tokens: GPU-hour price x GPUs / decode "
            "tokens per hour at the batch.", "$ per 1M output tokens", "Economics",
-           [GPU_HOUR_PRICE, MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS],
-           examples=[((2.0, "Llama 2 7B", "H100", "fp16", 1, 1024), 4.2729)])
-def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus):
-    return _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus)
+           [GPU_HOUR_PRICE, MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS, ENGINE],
+           examples=[((2.0, "Llama 2 7B", "H100", "fp16", 1, 1024), 3.0507)])
+def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus, engine):
+    return _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus, engine)
 
 
 @worksheet("BLENDED_COST_PER_1M_TOKENS", "Cost per million tokens for a mix of input and output tokens: "
            "input_share x input cost + (1 - input_share) x output cost.", "$ per 1M tokens", "Economics",
-           [GPU_HOUR_PRICE, MODEL, GPU, INPUT_SHARE, PRECISION, BATCH, PROMPT, CONTEXT, N_GPUS],
-           examples=[((2.0, "Llama 2 7B", "H100", 0.75, "fp16", 1, 2048, 1024), 1.0772)])
+           [GPU_HOUR_PRICE, MODEL, GPU, INPUT_SHARE, PRECISION, BATCH, PROMPT, CONTEXT, N_GPUS, ENGINE],
+           examples=[((2.0, "Llama 2 7B", "H100", 0.75, "fp16", 1, 2048, 1024), 0.77101)])
 def blended_cost_per_1m_tokens(usd_per_gpu_hour, model, gpu, input_share, precision, batch, prompt_tokens, context,
-                               n_gpus):
-    cost_in = _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus)
-    cost_out = _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus)
+                               n_gpus, engine):
+    cost_in = _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus, engine)
+    cost_out = _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus, engine)
     return input_share * cost_in + (1 - input_share) * cost_out
 
 
