@@ -157,7 +157,8 @@ def test_70b_int4_fits_one_80gb_gpu():
     assert udfs.call("FITS", "Llama 2 70B", "A100 80GB", "int4", 1, 4096) is True
     assert udfs.call("FITS", "Llama 2 70B", "A100 80GB", "fp16", 1, 4096) is False
     ranked = {o.gpu: o for o in picker.rank("serve", udfs.catalog.model("Llama 2 70B"), "int4")}
-    assert ranked["A100 SXM 80GB"].count == 1 and ranked["RTX 4090 24GB"].count > 1
+    # one copy on one GPU (owned, it is bought as a whole 8-GPU HGX board: 8 copies)
+    assert ranked["A100 SXM 80GB"].gpus_per_copy == 1 and ranked["RTX 4090 24GB"].gpus_per_copy > 1
 
 
 def test_reasons_for_failing():

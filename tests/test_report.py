@@ -417,3 +417,27 @@ def test_consumer_cards_left_out_of_reports_by_default():
     assert any(r.ok for r in anyone.rows if catalog.gpu(r.gpu).tier == "consumer")
     with pytest.raises(scenario.ScenarioError, match="candidates.tiers"):
         scenario.parse(SERVE.format(u=0.7) + "[candidates]\ntiers = 'gaming'\n")
+
+
+def test_serve_70b_recommends_a_few_datacenter_gpus_with_a_count_checkable_by_hand(built_reports):
+    sc = scenario.load(ROOT / "examples" / "serve-70b.toml")
+    values = _summary_values(openpyxl.load_workbook(built_reports["serve-70b"])["Summary"])
+    gpu, count = values["Recommended GPU"], values["GPUs"]
+    assert catalog.gpu(gpu).tier == "datacenter" and count <= 16
+    per_copy, copies = values["GPUs per model copy (tensor parallel)"], values["Model copies"]
+    assert per_copy * copies == count
+    capacity, provisioned = values["Capacity (output tokens/s)"], values["Output tokens/s provisioned"]
+    assert capacity >= provisioned and values["Tokens/s per request"] >= sc.min_tokens_per_sec * (1 - 1e-9)
+    # the hand check: copies needed = provisioned / one copy's tokens/s, rounded up (then whole systems)
+    needed = math.ceil(provisioned / (capacity / copies) - 1e-9)
+    unit = catalog.gpu(gpu).system_gpus or 1
+    assert count == math.ceil(needed * per_copy / unit) * unit
+    sentence = next(v for v in values if isinstance(v, str) and v.startswith(f"Why {count:,} GPUs"))
+    assert f"{provisioned:,.0f}" in sentence and f"{needed} cop" in sentence
+
+
+def test_owned_counts_are_whole_systems():
+    for o in picker.rank("serve", catalog.model("Llama 3 70B"), "bf16", "cost", None, None, 4000, None, "owned", 40,
+                         500, 200):
+        if o.ok:
+            assert o.count % (catalog.gpu(o.gpu).system_gpus or 1) == 0, o

@@ -85,6 +85,7 @@ class Gpu:
     system_price_kind: str
     system_price_as_of: str
     system_price_source: str
+    system_gpus: int | None               # GPUs in the smallest system sold (HGX/UBB board 8, NVL72 rack 72)
     lesson_price_usd: float | None        # the lesson's own figure, for its comparison table
     source: str
     as_of: str

@@ -62,6 +62,7 @@ class Option:
     gpus_per_copy: int | None = None     # serving: tensor-parallel group of one model copy
     batch: int | None = None             # serving: sequences each copy runs at once
     per_request_tps: float | None = None  # serving: tokens/s each request sees (1000 / TPOT)
+    purchase_unit: int | None = None      # owned: GPUs per system when the count was rounded up to whole systems
 
     @property
     def status(self) -> Status:
@@ -261,13 +262,33 @@ def _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, s
     rate = price(gpu, workload, basis)
     if workload == "serve":
         opt = _serving_option(gpu, model, precision, shape, tokens_or_traffic or 0, min_tps, rate, basis)
-        # the budget applies to the month: every GPU of every replica for 730 hours
-        return opt, (rate[0] * opt.count * economics.HOURS_PER_MONTH if (opt.ok and rate) else None)
+        if basis == "owned":
+            whole_systems(opt, gpu, rate, tokens_or_traffic)
+        # the budget applies to the month: every GPU of every replica, rented 730 h or owned (its cash month)
+        hours = economics.HOURS_PER_MONTH * (economics.Ownership().utilization if basis == "owned" else 1)
+        return opt, (rate[0] * opt.count * hours if (opt.ok and rate) else None)
     tokens = tokens_or_traffic or (CHINCHILLA_TOKENS_PER_PARAM * model.params if workload == "train"
                                    else FINETUNE_TOKENS)
     opt = _training_option(gpu, model, workload, precision, tokens, deadline_days or DEFAULT_DEADLINE_DAYS, rate,
                            basis)
     return opt, opt.cost
+
+
+def whole_systems(opt: Option, gpu: Gpu, rate, traffic) -> None:
+    """GPUs bought to serve come in whole systems (an 8-GPU HGX board, a 72-GPU NVL72 rack): the
+    count is rounded up to them, the extra GPUs being extra copies (tensor-parallel groups of 1-8
+    divide a system), so capacity grows with the count. (A training job on owned GPUs is charged
+    its share of a fleet kept busy with other work, so its count stays the job's.)"""
+    unit = gpu.system_gpus or 1
+    if not opt.count or opt.count % unit == 0:
+        return
+    bought = math.ceil(opt.count / unit) * unit
+    opt.purchase_unit = unit
+    if opt.tokens_per_sec:
+        opt.tokens_per_sec *= bought / opt.count
+        if rate and opt.cost is not None:
+            opt.cost = economics.cost_per_1m_tokens(rate[0] * bought, traffic or opt.tokens_per_sec)
+    opt.count = bought
 
 
 def _sort_key(workload, objective):

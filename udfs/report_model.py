@@ -185,6 +185,32 @@ def breakeven_sentence(res: Result) -> str:
     return f"{head} {tail}."
 
 
+def count_sentence(sc: Scenario, r: Row | None) -> str:
+    """How the recommended serving count follows from the figures in the report (checkable by hand)."""
+    if r is None or not sc.serving or not r.gpus_per_copy or not r.capacity_tps:
+        return ""
+    copies = r.count // r.gpus_per_copy
+    per_copy = r.capacity_tps / copies
+    needed = sc.traffic_tokens_per_sec
+    copies_needed = max(1, math.ceil(needed / per_copy - 1e-9))
+    head = (f"Why {r.count:,} GPUs: {needed:,.0f} output tokens/s to provision ({sc.requests_per_minute:,.0f} "
+            f"requests/min x {sc.output_tokens_per_request:g} tokens / 60 x (1 + {sc.headroom:.0%} headroom)). One "
+            f"copy of the model runs on {r.gpus_per_copy} GPU{'s' if r.gpus_per_copy > 1 else ''} at "
+            f"{r.batch or 'its'} concurrent requests and makes {per_copy:,.0f} tokens/s, {r.per_request_tps:,.1f} per "
+            f"request")
+    if sc.p95_latency_s:
+        head += f" (>= {sc.min_tokens_per_sec:,.1f} needed for {sc.output_tokens_per_request:g} tokens in " \
+                f"{sc.p95_latency_s:g} s)"
+    head += (f". {needed:,.0f} / {per_copy:,.0f} = {needed / per_copy:,.2f}, so {copies_needed} "
+             f"cop{'ies' if copies_needed > 1 else 'y'} x {r.gpus_per_copy} = {copies_needed * r.gpus_per_copy} GPUs")
+    if r.purchase_unit and copies_needed * r.gpus_per_copy != r.count:
+        head += (f"; bought as whole {r.purchase_unit}-GPU systems: {r.count:,} GPUs ({copies} copies, "
+                 f"{r.capacity_tps:,.0f} tokens/s)")
+    elif copies_needed != copies:
+        head += f"; {r.count:,} GPUs as set in the scenario ({copies} copies, {r.capacity_tps:,.0f} tokens/s)"
+    return head + "."
+
+
 def _finite(v):
     """A JSON number: finite or null (json.dumps(allow_nan=False) then never fails on a figure)."""
     if isinstance(v, float) and not math.isfinite(v):
@@ -202,6 +228,7 @@ def option_json(sc: Scenario, r: Row) -> dict:
            "monthly_cost_lines_usd": r.lines}
     if sc.serving:
         out.update(cost_per_1m_output_tokens_usd=r.cost_per_1m, capacity_output_tokens_per_sec=r.capacity_tps,
+                   gpus_per_copy=r.gpus_per_copy, batch=r.batch, gpus_per_system=r.purchase_unit,
                    tokens_per_sec_per_request=r.per_request_tps, seconds_per_request=r.seconds_per_request)
     else:
         out.update(total_cost_usd=r.total_cost, days=r.days, gpu_hours=r.gpu_hours)
@@ -218,6 +245,7 @@ def as_json(res: Result) -> dict:
         "recommendation": option_json(sc, res.best) if res.best else None,
         "runners_up": [option_json(sc, r) for r in res.runners_up],
         "breakeven": breakeven_sentence(res) or None,
+        "count_explanation": count_sentence(sc, res.best) or None,
         "serving": {"requests_per_minute": sc.requests_per_minute,
                     "output_tokens_per_request": sc.output_tokens_per_request,
                     "provisioned_output_tokens_per_sec": sc.traffic_tokens_per_sec,

@@ -46,6 +46,9 @@ class Row:
     rented_hours: float | None = None        # cloud: GPU-hours rented (a month serving, the job training)
     lines: dict | None = None                # owned: the monthly cash by line, all GPUs
     breakeven_month: int | None = None       # owning vs renting this GPU and count (None: not within the life)
+    gpus_per_copy: int | None = None         # serving: the tensor-parallel group of one model copy
+    batch: int | None = None                 # serving: sequences each copy runs at once
+    purchase_unit: int | None = None         # owned: GPUs per system, where the count was rounded up to whole ones
     rank: int | None = None
 
     @property
@@ -243,6 +246,8 @@ def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: floa
             out.append(r)
             continue
         r.capacity_tps = per_copy_true * copies
+        r.gpus_per_copy, r.batch = tp, opt.batch
+        r.purchase_unit = opt.purchase_unit if c == opt.count else None
         r.per_request_tps = opt.per_request_tps * efficiency
         r.seconds_per_request = sc.output_tokens_per_request / r.per_request_tps
         if opt.status is Status.TOO_SLOW or (c == opt.count and opt.status not in PRICE_VERDICTS):

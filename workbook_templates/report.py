@@ -25,7 +25,7 @@ import udfs
 from udfs import calibration as cal
 from udfs import catalog, economics, picker
 from udfs.economics import HOURS_PER_MONTH
-from udfs.report_model import SWING, Result, analyse, as_json, breakeven_sentence
+from udfs.report_model import SWING, Result, analyse, as_json, breakeven_sentence, count_sentence
 from udfs.scenario import Scenario
 from udfs.sweep import Row, purchase_price
 
@@ -173,6 +173,9 @@ def _summary(wb: Workbook, res: Result):
             figures += [("$ per 1M output tokens", best.cost_per_1m, st.USD),
                         ("Output tokens produced a month", sc.tokens_per_month, st.INT),
                         ("Output tokens/s provisioned", sc.traffic_tokens_per_sec, st.TOK_S),
+                        ("GPUs per model copy (tensor parallel)", best.gpus_per_copy, st.INT),
+                        ("Concurrent requests per copy", best.batch, st.INT),
+                        ("Model copies", best.count // best.gpus_per_copy if best.gpus_per_copy else None, st.INT),
                         ("Capacity (output tokens/s)", best.capacity_tps, st.TOK_S),
                         ("Tokens/s per request", best.per_request_tps, st.TOK_S),
                         ("Seconds per request", best.seconds_per_request, '0.0" s"'),
@@ -191,12 +194,13 @@ def _summary(wb: Workbook, res: Result):
         _put(ws, row, 1, label)
         _put(ws, row, 2, value if value is not None else "", fmt or None, key=True)
         row += 1
-    sentence = breakeven_sentence(res)
-    if sentence:
+    for sentence in (count_sentence(sc, best), breakeven_sentence(res)):
+        if not sentence:
+            continue
         c = write_text(ws.cell(row=row, column=1), sentence)
         c.alignment = st.WRAP
         ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=9)
-        ws.row_dimensions[row].height = 30
+        ws.row_dimensions[row].height = 45
         row += 1
     row += 1
 
