@@ -432,7 +432,7 @@ def test_serve_70b_recommends_a_few_datacenter_gpus_with_a_count_checkable_by_ha
     needed = math.ceil(provisioned / (capacity / copies) - 1e-9)
     unit = catalog.gpu(gpu).system_gpus or 1
     assert count == math.ceil(needed * per_copy / unit) * unit
-    sentence = next(v for v in values if isinstance(v, str) and v.startswith(f"Why {count:,} GPUs"))
+    sentence = next(v for v in values if isinstance(v, str) and v.startswith(f"Why {count:,} GPU"))
     assert f"{provisioned:,.0f}" in sentence and f"{needed} cop" in sentence
 
 

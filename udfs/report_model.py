@@ -13,7 +13,7 @@ from . import calibration as cal
 from . import catalog, picker
 from .economics import HOURS_PER_MONTH
 from .scenario import Scenario
-from .sweep import Row, breakeven_month, money, options, purchase_price, sort_rows
+from .sweep import Row, breakeven_month, money, options, owned_count, purchase_price, sort_rows
 
 SWING = 0.25
 
@@ -149,14 +149,14 @@ def own_vs_rent(sc: Scenario, rows: list[Row], best: Row) -> dict | None:
     own, rent = money(sc, g, "owned"), money(sc, g, "cloud")
     if own is None or rent is None:
         return {"gpu": g.name, "count": best.count, "missing": "cloud" if rent is None else "owned"}
-    o, n = sc.ownership, best.count
+    o, n, bought = sc.ownership, best.count, owned_count(sc, g, best.count)
     used = HOURS_PER_MONTH * (1 if sc.serving else o.utilization)
     months = max(1, round(o.lifetime_years * 12))
-    residual = n * purchase_price(sc, g) * o.residual_fraction
-    own_cash = [n * own.capex + n * own.running * m - (residual if m == months else 0) for m in range(months + 1)]
+    residual = bought * purchase_price(sc, g) * o.residual_fraction
+    own_cash = [bought * (own.capex + own.running * m) - (residual if m == months else 0) for m in range(months + 1)]
     rent_cash = [n * rent.rate * used * m for m in range(months + 1)]
-    return {"gpu": g.name, "count": n, "rent_rate": rent.rate, "capex": n * own.capex,
-            "used_hours_per_month": used, "running_per_month": n * own.running, "months": list(range(months + 1)),
+    return {"gpu": g.name, "count": n, "bought": bought, "rent_rate": rent.rate, "capex": bought * own.capex,
+            "used_hours_per_month": used, "running_per_month": bought * own.running, "months": list(range(months + 1)),
             "own": own_cash, "rent": rent_cash, "crossover_month": breakeven_month(sc, g, n), "missing": None}
 
 
@@ -178,7 +178,8 @@ def breakeven_sentence(res: Result) -> str:
         tail = (f"pays back in month {ovr['crossover_month']}" if ovr["crossover_month"]
                 else f"does not pay back within the {life}")
     else:
-        head = (f"Renting {what} at ${ovr['rent_rate']:,.2f}/GPU-h for {hours}; buying them instead (capex "
+        them = "them" if ovr["bought"] == best.count else f"{ovr['bought']:,} (whole systems)"
+        head = (f"Renting {what} at ${ovr['rent_rate']:,.2f}/GPU-h for {hours}; buying {them} instead (capex "
                 f"${ovr['capex']:,.0f})")
         tail = (f"would pay back in month {ovr['crossover_month']}" if ovr["crossover_month"]
                 else f"would not pay back within the {life}")
@@ -193,7 +194,7 @@ def count_sentence(sc: Scenario, r: Row | None) -> str:
     per_copy = r.capacity_tps / copies
     needed = sc.traffic_tokens_per_sec
     copies_needed = max(1, math.ceil(needed / per_copy - 1e-9))
-    head = (f"Why {r.count:,} GPUs: {needed:,.0f} output tokens/s to provision ({sc.requests_per_minute:,.0f} "
+    head = (f"Why {r.count:,} GPU{'s' if r.count > 1 else ''}: {needed:,.0f} output tokens/s to provision ({sc.requests_per_minute:,.0f} "
             f"requests/min x {sc.output_tokens_per_request:g} tokens / 60 x (1 + {sc.headroom:.0%} headroom)). One "
             f"copy of the model runs on {r.gpus_per_copy} GPU{'s' if r.gpus_per_copy > 1 else ''} at "
             f"{r.batch or 'its'} concurrent requests and makes {per_copy:,.0f} tokens/s, {r.per_request_tps:,.1f} per "
@@ -202,7 +203,8 @@ def count_sentence(sc: Scenario, r: Row | None) -> str:
         head += f" (>= {sc.min_tokens_per_sec:,.1f} needed for {sc.output_tokens_per_request:g} tokens in " \
                 f"{sc.p95_latency_s:g} s)"
     head += (f". {needed:,.0f} / {per_copy:,.0f} = {needed / per_copy:,.2f}, so {copies_needed} "
-             f"cop{'ies' if copies_needed > 1 else 'y'} x {r.gpus_per_copy} = {copies_needed * r.gpus_per_copy} GPUs")
+             f"cop{'ies' if copies_needed > 1 else 'y'} x {r.gpus_per_copy} = {copies_needed * r.gpus_per_copy} "
+             f"GPU{'s' if copies_needed * r.gpus_per_copy > 1 else ''}")
     if r.purchase_unit and copies_needed * r.gpus_per_copy != r.count:
         head += (f"; bought as whole {r.purchase_unit}-GPU systems: {r.count:,} GPUs ({copies} copies, "
                  f"{r.capacity_tps:,.0f} tokens/s)")

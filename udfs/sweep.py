@@ -97,19 +97,28 @@ def money(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0) 
     return Money(rate[0], rate[1], lines["total"], o.capex(price), o.running_per_month(price, gpu.tdp_w or 0), lines)
 
 
+def owned_count(sc: Scenario, gpu: catalog.Gpu, count: int) -> int:
+    """GPUs to buy in place of `count`: whole systems to serve (picker.whole_systems), the same
+    count to train (a job's share of a fleet)."""
+    unit = (gpu.system_gpus or 1) if sc.serving else 1
+    return math.ceil(count / unit) * unit
+
+
 def breakeven_month(sc: Scenario, gpu: catalog.Gpu, count: int, price_scale: float = 1.0) -> int | None:
     """First month in which renting `count` of this GPU at its cheapest cloud rate has cost as much as
-    buying them (capex up front) and running them; rent is for 730 h a month serving, for the busy
-    hours (730 x utilization) training. None: no price on one side, or not within the lifetime."""
+    buying them (whole systems to serve; capex up front) and running them; rent is for 730 h a month
+    serving, for the busy hours (730 x utilization) training. None: no price on one side, or not
+    within the lifetime."""
     own, rent = money(sc, gpu, "owned", price_scale), money(sc, gpu, "cloud", price_scale)
     if own is None or rent is None:
         return None
     hours = HOURS_PER_MONTH * (1 if sc.serving else sc.ownership.utilization)
-    saving = rent.rate * hours - own.running
+    bought = owned_count(sc, gpu, count)
+    saving = count * rent.rate * hours - bought * own.running
     months = round(sc.ownership.lifetime_years * 12)
     if saving <= 0:
         return None
-    m = math.ceil(own.capex / saving - 1e-9)
+    m = math.ceil(bought * own.capex / saving - 1e-9)
     return m if m <= months else None
 
 

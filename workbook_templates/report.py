@@ -427,7 +427,7 @@ def _charts(wb: Workbook, res: Result):
     if ovr and ovr["missing"]:
         write_text(ws.cell(row=42, column=1), breakeven_sentence(res)).font = st.NOTE_FONT
     elif ovr:
-        _put(ws, top - 1, left, f"Cumulative cost, {ovr['count']:,} x {ovr['gpu']}: own vs rent").font = st.BOLD
+        _put(ws, top - 1, left, f"Cumulative cost, {ovr['gpu']}: own {ovr['bought']:,} vs rent {ovr['count']:,}").font = st.BOLD
         _header(ws, top, ["Month", "Own ($)", "Rent ($)"], first=left)
         for i, m in enumerate(ovr["months"]):
             row = top + 1 + i
@@ -436,7 +436,7 @@ def _charts(wb: Workbook, res: Result):
             _put(ws, row, left + 2, ovr["rent"][i], st.USD0)
         last = top + len(ovr["months"])
         line = LineChart()
-        line.title = f"Cumulative cost: own vs rent ({ovr['count']:,} x {ovr['gpu']})"
+        line.title = f"Cumulative cost: own {ovr['bought']:,} vs rent {ovr['count']:,} x {ovr['gpu']}"
         line.add_data(Reference(ws, min_col=left + 1, max_col=left + 2, min_row=top, max_row=last),
                       titles_from_data=True)
         line.set_categories(Reference(ws, min_col=left, min_row=top + 1, max_row=last))
@@ -450,7 +450,7 @@ def _charts(wb: Workbook, res: Result):
         line.height, line.width = 9, 20
         ws.add_chart(line, "A42")
         note = (f"Own: capex ${ovr['capex']:,.0f} at month 0 (all-in systems + network), then colocation, power x "
-                f"PUE and opex (${ovr['running_per_month']:,.0f} a month for all {ovr['count']:,} GPUs); residual "
+                f"PUE and opex (${ovr['running_per_month']:,.0f} a month for all {ovr['bought']:,} GPUs bought); residual "
                 f"value back at the end; financing not shown. Rent: ${ovr['rent_rate']:g}/GPU-h for "
                 f"{ovr['used_hours_per_month']:,.0f} h a month per GPU"
                 f"{' (always on)' if sc.serving else ' (730 h x utilization)'}. " + breakeven_sentence(res))
