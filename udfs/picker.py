@@ -285,9 +285,10 @@ def whole_systems(opt: Option, gpu: Gpu, rate, traffic) -> None:
     bought = math.ceil(opt.count / unit) * unit
     opt.purchase_unit = unit
     if opt.tokens_per_sec:
+        demand = traffic or opt.tokens_per_sec       # no traffic given: what the copies sized were for
         opt.tokens_per_sec *= bought / opt.count
-        if rate and opt.cost is not None:
-            opt.cost = economics.cost_per_1m_tokens(rate[0] * bought, traffic or opt.tokens_per_sec)
+        if rate and opt.cost is not None:            # the whole systems are paid for, the demand served
+            opt.cost = economics.cost_per_1m_tokens(rate[0] * bought, demand)
     opt.count = bought
 
 

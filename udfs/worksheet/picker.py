@@ -57,7 +57,7 @@ def _rank_row(rank: int, o: picker.Option) -> list:
            "and meets the budget, deadline and latency target. part = summary, gpu or count.", "text", "Picker",
            ARGS + [Arg("part", "choice", "What to return", choices=("summary", "gpu", "count"), default="summary")]
            + SERVING_SHAPE + [TIERS],
-           returns="any", examples=[(("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu"), "GB200 186GB"),
+           returns="any", examples=[(("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu"), "A10 24GB"),
                                     (("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu", 1024, 256,
                                       "", "any"), "RTX 5090 32GB"),
                                     (("qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count"), 1)])
