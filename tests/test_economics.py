@@ -95,8 +95,13 @@ def test_batch1_7b_serving_cheapest_on_a_consumer_card_when_any_tier_is_allowed(
 
 
 def test_deployable_by_default():
-    gpu = udfs.call("GPU_RECOMMEND", "serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu")
-    assert udfs.catalog.gpu(gpu).tier == "datacenter"
+    for batch in ("", 1):                # the largest batch that fits, and the lesson's batch 1
+        gpu = udfs.call("GPU_RECOMMEND", "serve", "Llama 2 7B", "fp16", "cost", "", "", "", batch, "auto", 0, "gpu")
+        assert udfs.catalog.gpu(gpu).tier == "datacenter"
+        anyone = udfs.call("GPU_RECOMMEND", "serve", "Llama 2 7B", "fp16", "cost", "", "", "", batch, "auto", 0, "gpu",
+                           1024, 256, "", "any")
+        assert udfs.catalog.gpu(anyone).tier == "consumer"
+    assert " x " in udfs.call("GPU_RECOMMEND", "serve", "Llama 2 7B", "fp16")
     ranked = {o.gpu: o for o in picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16")}
     assert ranked["RTX 3090 24GB"].status is Status.NOT_LICENSED
     assert "GeForce driver licence" in ranked["RTX 3090 24GB"].reason.text()
