@@ -75,9 +75,18 @@ class Gpu:
     interconnect: str
     interconnect_gbs: float | None
     launch_year: int | None
-    price_usd: float | None
+    price_usd: float | None               # the card (or module), central figure
     price_as_of: str
     price_source: str
+    price_low_usd: float | None
+    price_high_usd: float | None
+    price_kind: str                       # list, street, reseller, analyst estimate, press, proxy
+    system_price_usd: float | None        # all-in per GPU: its share of a complete server
+    system_price_kind: str
+    system_price_as_of: str
+    system_price_source: str
+    system_gpus: int | None               # GPUs in the smallest system sold (HGX/UBB board 8, NVL72 rack 72)
+    lesson_price_usd: float | None        # the lesson's own figure, for its comparison table
     source: str
     as_of: str
     note: str
@@ -96,6 +105,9 @@ class Gpu:
         """A GPU-to-GPU link fast enough to shard a model across GPUs (see NVLINK_CLASS_GBS)."""
         return (self.interconnect_gbs or 0) >= NVLINK_CLASS_GBS
 
+
+# Tiers a deployment may draw on (GPU_RECOMMEND's `tiers`): one list, in the order a data centre prefers.
+TIERS = ("datacenter", "workstation", "consumer")
 
 # NVLink-class: GPU-to-GPU bandwidth (GB/s, bidirectional, as the catalog records it) at or above
 # NVLink 2 (V100, 300 GB/s); below it (PCIe, consumer bridges) tensor parallelism is impractical.

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from . import catalog, engines, lesson, numbers
 from .economics import Ownership
 from .errors import FlopsheetError
-from .picker import DEFAULT_DEADLINE_DAYS, OBJECTIVES, WORKLOADS
+from .picker import DEFAULT_DEADLINE_DAYS, OBJECTIVES, WORKLOADS, parse_tiers
 
 BASES = ("cloud", "owned")
 
@@ -24,7 +24,7 @@ WORKLOAD_FIELDS = {"kind", "model", "params", "precision", "tokens", "requests_p
                    "requests_per_user_per_day", "peak_to_average", "output_tokens_per_request", "headroom",
                    "batch", "prompt_tokens_per_request", "engine"}
 CONSTRAINT_FIELDS = {"deadline_days", "p95_latency_s", "budget_usd", "objective"}
-CANDIDATE_FIELDS = {"gpus", "counts", "pricing"}
+CANDIDATE_FIELDS = {"gpus", "counts", "pricing", "tiers"}
 PRICE_FIELDS = {"usd_per_gpu_hour", "purchase_usd"}
 OWNERSHIP_FIELDS = {f.name for f in fields(Ownership)}
 
@@ -66,6 +66,7 @@ class Scenario:
     gpus: list[str] | None = None      # None: every catalog GPU
     counts: list[int] | None = None    # None: the picker's count ("auto")
     pricing: tuple[str, ...] = BASES
+    tiers: tuple[str, ...] = ("datacenter",)   # GPU tiers the deployment may use (picker.parse_tiers)
     cloud_overrides: dict[str, float] = field(default_factory=dict)     # GPU name -> $/GPU-hour
     purchase_overrides: dict[str, float] = field(default_factory=dict)  # GPU name -> $ per GPU
     ownership: Ownership = field(default_factory=Ownership)
@@ -82,6 +83,20 @@ class Scenario:
             return None
         return lesson.tokens_per_sec_needed(self.requests_per_minute, self.output_tokens_per_request,
                                             self.headroom)
+
+    @property
+    def average_load(self) -> float:
+        """Average traffic as a share of the peak the GPUs are sized for: 1 / peak_to_average where
+        daily users are given, else the ownership utilization (the share of the hours busy)."""
+        return 1 / self.peak_to_average if self.daily_users else self.ownership.utilization
+
+    @property
+    def tokens_per_month(self) -> float | None:
+        """Output tokens actually produced in a month (730 h): the peak rate (no headroom) x the
+        average load. Cost per 1M tokens divides by this."""
+        if not self.serving:
+            return None
+        return self.requests_per_minute * self.output_tokens_per_request * 60 * 730 * self.average_load
 
     @property
     def min_tokens_per_sec(self) -> float:
@@ -111,7 +126,11 @@ class Scenario:
                      ("Output tokens/s provisioned", self.traffic_tokens_per_sec, "requests/min / 60 x tokens x (1 + headroom)"),
                      ("Inference engine", self.engine or engines.DEFAULT_ENGINE_TEXT, ""),
                      ("Concurrent requests per copy (batch)", self.batch or "auto",
-                      "" if self.batch else "largest the KV cache holds and the latency target allows")]
+                      "" if self.batch else "largest the KV cache holds and the latency target allows"),
+                     Input("Average traffic as a share of the peak", self.average_load,
+                           "1 / peak-to-average" if self.daily_users else "the utilization below", share=True),
+                     ("Output tokens produced a month", self.tokens_per_month,
+                      "requests/min x tokens x 60 x 730 h x average share; cost per 1M tokens divides by this")]
             if self.p95_latency_s:
                 rows += [("p95 latency target (s)", self.p95_latency_s, ""),
                          ("Speed needed per request (tokens/s)", self.min_tokens_per_sec, "tokens / latency")]
@@ -124,7 +143,8 @@ class Scenario:
                  ("Candidate GPUs", "all" if self.gpus is None else ", ".join(self.gpus), ""),
                  ("GPU counts", "auto (fewest that meet the constraints)" if self.counts is None
                   else ", ".join(str(c) for c in self.counts), ""),
-                 ("Pricing", ", ".join(self.pricing), "")]
+                 ("Pricing", ", ".join(self.pricing), ""),
+                 ("GPU tiers", ", ".join(self.tiers), "others are sized but left out, with the reason")]
         for g, v in self.cloud_overrides.items():
             rows.append((f"Negotiated rate {g} ($/GPU-h)", v, "price override"))
         for g, v in self.purchase_overrides.items():
@@ -134,7 +154,9 @@ class Scenario:
                  ("PUE", o.pue, ""), ("Electricity ($/kWh)", o.usd_per_kwh, ""),
                  Input("Cost of capital", o.cost_of_capital, share=True),
                  Input("Residual value (share of price)", o.residual_fraction, share=True),
-                 ("Opex per GPU-year ($)", o.opex_per_gpu_year, "")]
+                 ("Opex per GPU-year ($)", o.opex_per_gpu_year, ""),
+                 Input("Scale-out network (share of system price)", o.network_share, share=True),
+                 ("Colocation ($ per kW-month)", o.usd_per_kw_month, "0 = you own the building")]
         return [Input(*r) for r in rows]
 
 
@@ -326,6 +348,14 @@ def from_dict(data: dict, source: str = "") -> Scenario:
         raise ScenarioError(f"candidates.pricing: {k.get('pricing')!r} is not allowed; allowed values: a list of "
                             f"{', '.join(BASES)}")
     sc.pricing = tuple(b for b in BASES if b in pricing)
+    tiers = k.get("tiers", "datacenter")
+    try:
+        if not isinstance(tiers, (str, list)) or isinstance(tiers, list) and not all(isinstance(t, str) for t in tiers):
+            raise FlopsheetError("")
+        sc.tiers = parse_tiers(",".join(tiers) if isinstance(tiers, list) else tiers)
+    except FlopsheetError:
+        raise ScenarioError(f"candidates.tiers: {tiers!r} is not allowed; allowed values: \"datacenter\" (default), "
+                            f"\"datacenter,workstation\", \"any\" or a list of {', '.join(catalog.TIERS)}") from None
 
     prices = data.get("prices", {})
     if not isinstance(prices, dict):
@@ -349,7 +379,8 @@ def from_dict(data: dict, source: str = "") -> Scenario:
     o = _table(data, "ownership", OWNERSHIP_FIELDS)
     limits = {"utilization": dict(low=0, low_open=True, high=1), "lifetime_years": dict(low=0, low_open=True, high=30),
               "pue": dict(low=1, high=5), "usd_per_kwh": dict(low=0, high=10), "cost_of_capital": dict(low=0, high=1),
-              "residual_fraction": dict(low=0, high=1), "opex_per_gpu_year": dict(low=0, high=1e7)}
+              "residual_fraction": dict(low=0, high=1), "opex_per_gpu_year": dict(low=0, high=1e7),
+              "network_share": dict(low=0, high=1), "usd_per_kw_month": dict(low=0, high=10_000)}
     defaults = Ownership()
     sc.ownership = Ownership(**{k: _number(o, k, "ownership", default=getattr(defaults, k), **lim)
                                 for k, lim in limits.items()})

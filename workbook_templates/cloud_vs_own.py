@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from openpyxl.chart import LineChart, Reference
 
+from udfs.economics import NETWORK_SHARE, SYSTEM_POWER_FACTOR, USD_PER_KW_MONTH
+
 from . import styles as st
 from .common import Book, Expr
 
@@ -94,6 +96,22 @@ def build(path, inputs: dict | None = None) -> Book:
     book.glue(ws, "B21", "B19-B20", lambda get: get(out[19]) - get(out[20]), fmt=st.USD, key=True,
               label="Saving")
 
+    # the data-centre view (the model the picker and the report use): server power, network, colocation
+    ws.cell(row=18, column=4, value="Data-centre view").font = st.BOLD
+    spower = book.input(ws, 19, "Server power per GPU", "CO_ServerPowerW", round(400 * SYSTEM_POWER_FACTOR),
+                        fmt="#,##0", unit="W", arg=e.SYSTEM_POWER, col=5, label_col=4)
+    share = book.input(ws, 20, "Scale-out network share", "CO_NetworkShare", NETWORK_SHARE, fmt="0%",
+                       arg=e.NETWORK, col=5, label_col=4)
+    colo = book.input(ws, 21, "Colocation ($/kW-month)", "CO_ColoKwMonth", USD_PER_KW_MONTH, fmt=st.USD,
+                      arg=e.COLOCATION, col=5, label_col=4)
+    ws.cell(row=22, column=4, value="Cost per used GPU-hour")
+    book.calc(ws, "E22", "DATACENTER_COST_PER_GPU_HOUR",
+              {**{k: v for k, v in owned_args.items() if k != "power_w"}, "power_w": spower, "network_share": share,
+               "usd_per_kw_month": colo, "lifetime_years": life, "utilization": util}, fmt=st.USD, key=True,
+              label="Data-centre cost per used GPU-hour")
+    ws.cell(row=23, column=4, value="(server price in B6; GPU TDP x 1.82; 0 colocation if you own the building)"
+            ).font = st.NOTE_FONT
+
     # cumulative cost by month
     top = 28
     book.section(ws, top - 1, "Cumulative cost over the lifetime", header=["Month", "Cloud (cumulative)",
@@ -108,7 +126,7 @@ def build(path, inputs: dict | None = None) -> Book:
                   fmt=st.USD0, label=f"Cloud, step {step}", addin=False)
         book.calc(ws, f"C{r}", "TCO", {**owned_args, "years": years}, fmt=st.USD0, label=f"Owned, step {step}",
                   addin=False)
-    st.set_widths(ws, {"A": 44, "B": 20, "C": 20, "D": 9, "E": 12})
+    st.set_widths(ws, {"A": 44, "B": 20, "C": 20, "D": 26, "E": 12})
     ws.freeze_panes = "A4"
 
     chart = LineChart()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from pathlib import Path
 
@@ -22,11 +23,11 @@ from openpyxl.styles import Alignment
 
 import udfs
 from udfs import calibration as cal
-from udfs import catalog, picker
+from udfs import catalog, economics, picker
 from udfs.economics import HOURS_PER_MONTH
-from udfs.report_model import SWING, Result, analyse
+from udfs.report_model import SWING, Result, analyse, as_json, breakeven_sentence, count_sentence
 from udfs.scenario import Scenario
-from udfs.sweep import Row
+from udfs.sweep import Row, purchase_price
 
 from . import styles as st
 from .common import atomic_save, atomic_write, print_setup, write_text
@@ -40,11 +41,11 @@ class ReportExists(Exception):
 
 
 # column widths that print one page wide at >= 8 pt (see workbook_templates/printing.py)
-SUMMARY_WIDTHS = {"A": 34, "B": 22, "C": 7, "D": 12, "E": 13, "F": 15, "G": 12, "H": 42}
+SUMMARY_WIDTHS = {"A": 30, "B": 20, "C": 7, "D": 12, "E": 13, "F": 14, "G": 12, "H": 12, "I": 34}
 
 
 # ---------------------------------------------------------------- small writers
-def _wide_text(ws, row: int, column: int, text, last_column: int = 8):
+def _wide_text(ws, row: int, column: int, text, last_column: int = 9):
     """Summary text wrapped across the rest of the table (merged), its row as tall as it needs."""
     cell = _put(ws, row, column, text)
     if not isinstance(text, str) or not text:
@@ -129,8 +130,7 @@ def _summary(wb: Workbook, res: Result):
         ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=8)
         row += 2
     else:
-        verb = "Rent" if best.basis == "cloud" else "Buy"
-        text = f"{verb} {best.count:,} x {best.gpu} ({best.rate_note})."
+        text = recommendation_sentence(res)
         c = write_text(ws.cell(row=row, column=1), text)
         c.font = st.BOLD
         c.fill = st.OUTPUT_FILL
@@ -139,7 +139,7 @@ def _summary(wb: Workbook, res: Result):
         ws.row_dimensions[row].height = 32
         row += 2
     cols = ["", "GPU", "GPUs", "Rent or own", "Days" if not sc.serving else "Tokens/s per request",
-            _cost_label(sc)] + (["$ per 1M output tokens"] if sc.serving else ["GPU-hours"]) + ["Why"]
+            _cost_label(sc)] + (["$ per 1M output tokens"] if sc.serving else ["GPU-hours"]) + ["Capex ($)", "Why"]
     _header(ws, row, cols)
     row += 1
     first_pick = row
@@ -159,9 +159,11 @@ def _summary(wb: Workbook, res: Result):
             _put(ws, row, 7, r.cost_per_1m, st.USD)
         else:
             _put(ws, row, 7, r.gpu_hours, st.INT)
-        c = _put(ws, row, 8, res.why.get(id(r), ""))
-        for j in range(1, 9):
-            ws.cell(row=row, column=j).alignment = st.WRAP if j == 8 else Alignment(vertical="top")
+        _put(ws, row, 8, r.capex, st.USD0)
+        c = _put(ws, row, 9, res.why.get(id(r), ""))
+        for j in range(1, 10):
+            ws.cell(row=row, column=j).alignment = st.WRAP if j == 9 else Alignment(vertical="top")
+        ws.row_dimensions[row].height = 45
         row += 1
     if len(res.runners_up) < 2 and best is not None:
         _put(ws, row, 1, f"Only {1 + len(res.runners_up)} GPU/pricing combination(s) meet every constraint.").font = st.NOTE_FONT
@@ -177,11 +179,21 @@ def _summary(wb: Workbook, res: Result):
         ("Options that meet every constraint", n_ok, st.INT)]
     if best is not None:
         figures += [("Recommended GPU", best.gpu, ""), ("GPUs", best.count, st.INT),
-                    ("Rent or own", _basis_words(best), ""), ("$ per GPU-hour", best.rate, st.USD),
-                    (_cost_label(sc), best.total_cost, st.USD0)]
+                    ("Rent or own", _basis_words(best), ""),
+                    ("$ per GPU-hour" + (" used (owned cash / used hours)" if best.basis == "owned" else " rented"),
+                     best.rate, st.USD),
+                    (_cost_label(sc), best.total_cost, st.USD0),
+                    ("Capex ($, paid up front)", best.capex, st.USD0)]
+        if not sc.serving and best.basis == "owned":
+            figures.append(("Cash per month while the GPUs are held ($)", best.monthly_cost, st.USD0))
+        figures += _money_lines(sc, best)
         if sc.serving:
             figures += [("$ per 1M output tokens", best.cost_per_1m, st.USD),
+                        ("Output tokens produced a month", sc.tokens_per_month, st.INT),
                         ("Output tokens/s provisioned", sc.traffic_tokens_per_sec, st.TOK_S),
+                        ("GPUs per model copy (tensor parallel)", best.gpus_per_copy, st.INT),
+                        ("Concurrent requests per copy", best.batch, st.INT),
+                        ("Model copies", best.count // best.gpus_per_copy if best.gpus_per_copy else None, st.INT),
                         ("Capacity (output tokens/s)", best.capacity_tps, st.TOK_S),
                         ("Tokens/s per request", best.per_request_tps, st.TOK_S),
                         ("Seconds per request", best.seconds_per_request, '0.0" s"'),
@@ -192,13 +204,21 @@ def _summary(wb: Workbook, res: Result):
             top = res.sensitivity[0]
             figures.append(("Assumption that moves the cost most (+/-25%)", top["assumption"], ""))
         ovr = res.own_vs_rent
-        if ovr:
-            figures.append((f"Owning {ovr['count']:,} x {ovr['gpu']} beats renting after",
-                            f"month {ovr['crossover_month']}" if ovr["crossover_month"] is not None
-                            else "never within the lifetime", ""))
+        if ovr and not ovr["missing"]:
+            figures.append(("Break-even month, own vs rent (recommended GPUs)",
+                            ovr["crossover_month"] if ovr["crossover_month"] else "not within the lifetime",
+                            st.INT))
     for label, value, fmt in figures:
         _put(ws, row, 1, label)
-        _put(ws, row, 2, value, fmt or None, key=True)
+        _put(ws, row, 2, value if value is not None else "", fmt or None, key=True)
+        row += 1
+    for sentence in (count_sentence(sc, best), breakeven_sentence(res)):
+        if not sentence:
+            continue
+        c = write_text(ws.cell(row=row, column=1), sentence)
+        c.alignment = st.WRAP
+        ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=9)
+        ws.row_dimensions[row].height = 45
         row += 1
     row += 1
 
@@ -228,6 +248,35 @@ def _summary(wb: Workbook, res: Result):
     st.set_widths(ws, SUMMARY_WIDTHS)
 
 
+def recommendation_sentence(res: Result) -> str:
+    """The recommendation in one sentence, with its money (the row's figures)."""
+    sc, r = res.scenario, res.best
+    per = "a month" if sc.serving else "for the job"
+    tokens = f", ${r.cost_per_1m:,.2f} per 1M output tokens" if sc.serving else ""
+    if r.basis == "owned":
+        share = ("" if sc.serving else
+                 f" The job is charged its share of GPUs kept {sc.ownership.utilization:.0%} busy for "
+                 f"{sc.ownership.lifetime_years:g} years; bought for this job alone, it costs the capex less resale.")
+        return (f"Buy {r.count:,} x {r.gpu}: capex ${r.capex:,.0f} up front (all-in systems and network); "
+                f"${r.total_cost:,.0f} {per}{tokens}. Owned monthly cash ${r.monthly_cost:,.0f} = capital recovery + "
+                f"network + colocation + power + opex, the same whatever the utilization.{share}")
+    return (f"Rent {r.count:,} x {r.gpu} at ${r.rate:,.2f} per GPU-hour for {r.rented_hours:,.0f} GPU-hours"
+            f"{' a month (every GPU, 730 h)' if sc.serving else ''}: ${r.total_cost:,.0f} {per}{tokens}; no capex.")
+
+
+def _money_lines(sc: Scenario, r: Row) -> list:
+    """The owned month by line, or the rented hours, as key-figure rows."""
+    if r.basis == "cloud":
+        return [("GPU-hours rented" + (" a month" if sc.serving else ""), r.rented_hours, st.INT)]
+    names = {"capital": "capital recovery", "networking": "scale-out network", "facility": "colocation (facility)",
+             "power": "power x PUE", "opex": "opex"}
+    g = catalog.gpu(r.gpu)
+    firm = ("your quote (scenario [prices])" if g.name in sc.purchase_overrides else
+            f"{g.system_price_kind}, {g.system_price_as_of or 'undated'}; card: {g.price_kind or 'no card price'}"
+            f"{', ' + g.price_as_of if g.price_as_of else ''}")
+    return [("All-in price per GPU ($)", purchase_price(sc, g), st.USD0), ("How firm that price is", firm, "")] + [(f"  of which {names[k]} ($ a month)", r.lines[k], st.USD0) for k in names]
+
+
 # ---------------------------------------------------------------- Options
 def option_columns(sc: Scenario) -> list[tuple[str, str, object]]:
     """(header, number format, getter) of the Options table and the CSV."""
@@ -244,6 +293,11 @@ def option_columns(sc: Scenario) -> list[tuple[str, str, object]]:
     cols += [("$ per GPU-hour", st.USD, lambda r: r.rate), (_cost_label(sc), st.USD0, lambda r: r.total_cost)]
     if sc.serving:
         cols.append(("$ per 1M output tokens", st.USD, lambda r: r.cost_per_1m))
+    else:
+        cols.append(("Cash per month held ($)", st.USD0, lambda r: r.monthly_cost))
+    cols += [("Capex ($)", st.USD0, lambda r: r.capex),
+             ("GPU-hours rented" + (" a month" if sc.serving else ""), st.INT, lambda r: r.rented_hours),
+             ("Break-even month (own vs rent)", st.INT, lambda r: r.breakeven_month)]
     cols += [("Why it fails / note", "", lambda r: r.reason.text() if r.reason else ""), ("Price basis", "", lambda r: r.rate_note)]
     return cols
 
@@ -401,8 +455,10 @@ def _charts(wb: Workbook, res: Result):
         charts[1].series[0].graphicalProperties.solidFill = "70AD47"
     ovr = res.own_vs_rent
     top = head + max(len(ok), 1) + 3
-    if ovr:
-        _put(ws, top - 1, left, f"Cumulative cost, {ovr['count']:,} x {ovr['gpu']}: own vs rent").font = st.BOLD
+    if ovr and ovr["missing"]:
+        write_text(ws.cell(row=42, column=1), breakeven_sentence(res)).font = st.NOTE_FONT
+    elif ovr:
+        _put(ws, top - 1, left, f"Cumulative cost, {ovr['gpu']}: own {ovr['bought']:,} vs rent {ovr['count']:,}").font = st.BOLD
         _header(ws, top, ["Month", "Own ($)", "Rent ($)"], first=left)
         for i, m in enumerate(ovr["months"]):
             row = top + 1 + i
@@ -411,7 +467,7 @@ def _charts(wb: Workbook, res: Result):
             _put(ws, row, left + 2, ovr["rent"][i], st.USD0)
         last = top + len(ovr["months"])
         line = LineChart()
-        line.title = f"Cumulative cost: own vs rent ({ovr['count']:,} x {ovr['gpu']})"
+        line.title = f"Cumulative cost: own {ovr['bought']:,} vs rent {ovr['count']:,} x {ovr['gpu']}"
         line.add_data(Reference(ws, min_col=left + 1, max_col=left + 2, min_row=top, max_row=last),
                       titles_from_data=True)
         line.set_categories(Reference(ws, min_col=left, min_row=top + 1, max_row=last))
@@ -424,17 +480,19 @@ def _charts(wb: Workbook, res: Result):
         line.y_axis.delete = False
         line.height, line.width = 9, 20
         ws.add_chart(st.readable_chart(line), "A42")
-        note = (f"Own: {ovr['count']:,} x ${ovr['price']:,.0f} at month 0, then power x PUE and opex "
-                f"(${ovr['running_per_month']:,.0f} per GPU a month); residual value back at the end; financing "
-                f"not shown. Rent: ${ovr['rent_rate']:g}/GPU-h for {ovr['used_hours_per_month']:,.0f} h a month "
-                f"(730 h x utilization).")
+        note = (f"Own: capex ${ovr['capex']:,.0f} at month 0 (all-in systems + network), then colocation, power x "
+                f"PUE and opex (${ovr['running_per_month']:,.0f} a month for all {ovr['bought']:,} GPUs bought); residual "
+                f"value back at the end; financing not shown. Rent: ${ovr['rent_rate']:g}/GPU-h for "
+                f"{ovr['used_hours_per_month']:,.0f} h a month per GPU"
+                f"{' (always on)' if sc.serving else ' (730 h x utilization)'}. " + breakeven_sentence(res))
         write_text(ws.cell(row=61, column=1), note).font = st.NOTE_FONT
     st.set_widths(ws, {_col(left): 30, _col(left + 1): 13, _col(left + 2): 13})
 
 
 # ---------------------------------------------------------------- Assumptions and sources
-ASSUMPTION_WIDTHS = {"A": 26, "B": 22, "C": 18, "D": 12, "E": 10, "F": 10, "G": 12, "H": 12, "I": 12}
-LAST = len(ASSUMPTION_WIDTHS)
+ASSUMPTION_WIDTHS = {"A": 26, "B": 22, "C": 18, "D": 12, "E": 10, "F": 10, "G": 12, "H": 12, "I": 12, "J": 12,
+                     "K": 24, "L": 24, "M": 40, "N": 40, "O": 40, "P": 12}
+LAST = 9                          # text blocks span the first nine columns (the printed width)
 
 
 def _across(ws, row: int, column: int, text: str):
@@ -468,10 +526,23 @@ def _assumptions(wb: Workbook, res: Result):
         ("GPUs per serving copy", "the tensor-parallel group of 1, 2, 4 or 8 needing the fewest GPUs for the "
          "traffic", "udfs/capacity.py (GPUS_FOR_TRAFFIC)"),
         ("Hours per month", HOURS_PER_MONTH, "8,760 / 12"),
-        ("Serving cost", "$/GPU-h x GPUs x 730 h a month; $/1M tokens at the provisioned tokens/s",
-         "udfs.economics.cost_per_1m_tokens"),
-        ("Owned cost per used GPU-hour", "(capital recovery + power at TDP x PUE x $/kWh + opex) / "
-         "(8,760 h x utilization)", "udfs.economics.owned_cost_per_gpu_hour"),
+        ("Rented cost", "$/GPU-h x GPU-hours rented: every GPU 730 h a month serving; the job's GPU-hours "
+         "training", "udfs/sweep.py"),
+        ("Owned monthly cash per GPU", "capital recovery of the all-in system price at the cost of capital (residual "
+         "netted) + scale-out network (share of the system price, recovered the same way) + colocation $/kW-month "
+         "x the server's kW + the server's power x PUE x $/kWh for every hour + opex; the same whatever the "
+         "utilization", "udfs.economics.datacenter_month (DATACENTER_COST_PER_GPU_MONTH)"),
+        ("Server power per GPU", f"GPU TDP x {economics.SYSTEM_POWER_FACTOR:.2f}",
+         "NVIDIA DGX H100: up to 10.2 kW for 8 x 700 W GPUs"),
+        ("Owned cost of a training job", "GPU-hours x monthly cash / (730 h x utilization)",
+         "the job's share of GPUs busy that share of their life"),
+        ("Serving cost per 1M output tokens", "monthly cost / output tokens produced a month (peak requests/min x "
+         "tokens x 60 x 730 h x average share of the peak)", "udfs.scenario.Scenario.tokens_per_month"),
+        ("Capex (owned)", "GPUs x all-in system price x (1 + network share)", "paid up front"),
+        ("Break-even month", "first month the rent of the same GPUs at the cheapest cloud rate reaches the capex "
+         "plus the running cash (simple payback)", "udfs.sweep.breakeven_month"),
+        ("All-in system price per GPU", "a published server price / its GPUs; else the card price + 44.1% platform "
+         "allowance (the H100 HGX server per GPU over the H100 card price)", "udfs/data/gpus.csv system_price_*"),
         ("Cloud rate", "cheapest current on-demand $/GPU-h in the catalog, unless the scenario overrides it",
          "udfs/data/cloud.csv"),
     ]
@@ -500,15 +571,17 @@ def _assumptions(wb: Workbook, res: Result):
     row += 1
     pcol = catalog.precision_row(sc.precision).tensor_column
     gcols = ["GPU", "Memory (GB)", "Bandwidth (TB/s)", f"{sc.precision} dense TFLOPS", "TDP (W)",
-             "Link (GB/s)", "Purchase price ($)", "Price as of", "As of"]
+             "Link (GB/s)", "Card price ($)", "Card price as of", "All-in per GPU ($)", "All-in as of",
+             "Card price kind", "All-in kind", "Card price source", "All-in source", "Source", "As of"]
     _header(ws, row, gcols)
     row += 1
     for name in res.used_gpus:
         g = catalog.gpu(name)
         vals = [g.name, g.memory_gb, g.bandwidth_tbs, g.tensor_tflops(sc.precision), g.tdp_w, g.interconnect_gbs,
-                g.price_usd, g.price_as_of, g.as_of]
+                g.price_usd, g.price_as_of, g.system_price_usd, g.system_price_as_of, g.price_kind,
+                g.system_price_kind, g.price_source, g.system_price_source, g.source, g.as_of]
         for j, v in enumerate(vals, start=1):
-            _put(ws, row, j, v, st.USD0 if j == 7 and v is not None else ("#,##0.###" if isinstance(v, float)
+            _put(ws, row, j, v, st.USD0 if j in (7, 9) and v is not None else ("#,##0.###" if isinstance(v, float)
                                                                            else None))
         row += 1
     del pcol
@@ -573,7 +646,7 @@ def build(sc: Scenario, res: Result | None = None) -> Workbook:
     _charts(wb, res)
     _assumptions(wb, res)
     for ws in wb.worksheets:
-        print_setup(ws, partial=ws.title == "Options")
+        print_setup(ws, partial=ws.title in ("Options", "Assumptions and sources"))
     props = wb.properties
     props.title = f"Flopsheet report - {sc.name}"[:250]
     props.creator = "Flopsheet"
@@ -649,7 +722,10 @@ def run_command(args) -> int:
     best = res.best
     summary = (f"recommended: {best.label}, ${best.total_cost:,.0f}" + (" per month" if res.scenario.serving else "")
                if best else "no option meets every constraint")
-    print(f"wrote {out} ({len(res.rows)} options; {summary})")
+    said = sys.stderr if args.json else sys.stdout       # with --json, stdout is the JSON object alone
+    print(f"wrote {out} ({len(res.rows)} options; {summary})", file=said)
     if args.csv:
-        print(f"wrote {out.with_suffix('.csv')}")
+        print(f"wrote {out.with_suffix('.csv')}", file=said)
+    if args.json:
+        print(json.dumps(as_json(res), allow_nan=False, indent=2))
     return 0

@@ -28,11 +28,16 @@ ARGS = [
 ]
 SERVING_SHAPE = [replace(PROMPT, help="Serving: prompt tokens per request"),
                  replace(OUTPUT, help="Serving: output tokens per request"), ENGINE]
+TIERS = Arg("tiers", "text", "GPU tiers the deployment may use: datacenter (default: deployable in a data centre), "
+            "\"datacenter,workstation\", or any (consumer GeForce cards too; NVIDIA's GeForce driver licence does "
+            "not allow data-centre use). Cards of other tiers are still sized, and marked left out with the reason",
+            default="datacenter")
 
 
 @worksheet("GPU_RANK", "Every catalog GPU sized for a workload (count, fits, days or tokens/s, cost, price basis) and "
            "ranked by cost or time, with the reason each wins or fails (does not fit, no NVLink for sharding, over "
-           "budget, misses the deadline, too slow for the latency target).", "table", "Picker", ARGS + SERVING_SHAPE,
+           "budget, misses the deadline, too slow for the latency target, a tier left out).", "table", "Picker",
+           ARGS + SERVING_SHAPE + [TIERS],
            returns="table", examples=[(("serve", "Llama 2 7B", "fp16"), None), (("train", "Llama 2 70B", "bf16", "cost", "", "", 2e12), None)])
 def gpu_rank(**kw):
     options = picker.rank(*_rank_args(kw))
@@ -51,8 +56,10 @@ def _rank_row(rank: int, o: picker.Option) -> list:
 @worksheet("GPU_RECOMMEND", "The winning GPU for a workload and how many: cheapest (or fastest) option that fits "
            "and meets the budget, deadline and latency target. part = summary, gpu or count.", "text", "Picker",
            ARGS + [Arg("part", "choice", "What to return", choices=("summary", "gpu", "count"), default="summary")]
-           + SERVING_SHAPE,
-           returns="any", examples=[(("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu"), "RTX 3090 24GB"),
+           + SERVING_SHAPE + [TIERS],
+           returns="any", examples=[(("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu"), "A10 24GB"),
+                                    (("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu", 1024, 256,
+                                      "", "any"), "RTX 5090 32GB"),
                                     (("qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count"), 1)])
 def gpu_recommend(part, **kw):
     best = picker.recommend(*_rank_args(kw))
@@ -67,4 +74,5 @@ def _rank_args(kw):
     """The picker's positional arguments from the coerced worksheet arguments (blank = none)."""
     return (kw["workload"], kw["model_or_params"], kw["precision"], kw["objective"], kw["budget_usd"] or None,
             kw["deadline_days"] or None, kw["tokens_or_traffic"] or None, kw["batch"] or None, kw["price_basis"],
-            kw["min_tokens_per_sec"], kw["prompt_tokens"], kw["output_tokens"], kw["engine"] or None)
+            kw["min_tokens_per_sec"], kw["prompt_tokens"], kw["output_tokens"], kw["engine"] or None,
+            kw["tiers"])
