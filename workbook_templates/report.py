@@ -210,7 +210,10 @@ def _summary(wb: Workbook, res: Result):
                             st.INT))
     for label, value, fmt in figures:
         _put(ws, row, 1, label)
-        _put(ws, row, 2, value if value is not None else "", fmt or None, key=True)
+        if isinstance(value, str) and len(value) > SUMMARY_WIDTHS["B"]:   # long text wraps across the table
+            _wide_text(ws, row, 2, value).fill = st.OUTPUT_FILL
+        else:
+            _put(ws, row, 2, value if value is not None else "", fmt or None, key=True)
         row += 1
     for sentence in (count_sentence(sc, best), breakeven_sentence(res)):
         if not sentence:
