@@ -17,6 +17,8 @@ Active parameters count the routed experts a token uses (top-k) instead of all o
 
 from __future__ import annotations
 
+import math
+
 # Tokens of the `extras` column and the parameters each adds per layer.
 EXTRAS = {
     "qk_norm": "RMSNorm on queries and keys (head_dim weights each): Qwen3, Gemma 3",
@@ -120,3 +122,46 @@ def counts(model) -> dict[str, int]:
     return {"total": base + moe_layers * (experts + shared) * expert,
             "active": base + moe_layers * (min(k, experts) + shared) * expert,
             "embeddings": embeddings}
+
+
+# ---------------------------------------------------------------- KV-cache layout
+def kv_layers(model) -> tuple[int, int, int | None]:
+    """(global layers, local layers, window): global layers cache the whole context, local
+    ones (sliding window, or Llama 4's chunks) at most `window` tokens. A window with no
+    local-layer count applies to every layer (Mistral 7B)."""
+    window = _get(model, "sliding_window") or None
+    if not window:
+        return model.layers, 0, None
+    local = _get(model, "local_layers") or model.layers
+    return model.layers - local, local, window
+
+
+def kv_layer_tokens(model, context: float) -> float:
+    """Tokens held summed over layers: what one sequence's KV cache stores, in layer-tokens.
+    A chunked layer holds at most one chunk, like a sliding window (its worst case)."""
+    global_layers, local_layers, window = kv_layers(model)
+    return global_layers * context + local_layers * (min(context, window) if window else context)
+
+
+def max_context_for(model, layer_tokens: float) -> float:
+    """Inverse of `kv_layer_tokens`: the longest context whose cache fits `layer_tokens`
+    (infinite when every layer is local and the windows fit)."""
+    global_layers, local_layers, window = kv_layers(model)
+    if not window:
+        return layer_tokens / model.layers
+    if layer_tokens <= model.layers * window:          # still inside the window on every layer
+        return layer_tokens / model.layers
+    if global_layers == 0:
+        return float("inf")
+    return (layer_tokens - local_layers * window) / global_layers
+
+
+def has_shape(model) -> bool:
+    return bool(_get(model, "layers") and _get(model, "hidden") and _get(model, "heads"))
+
+
+def nearest_dense(params: float, candidates):
+    """The dense model with a shape whose size is nearest (by ratio) to `params`: the layout
+    a bare parameter count borrows for its layer count and KV cache."""
+    dense = [m for m in candidates if has_shape(m) and not _get(m, "n_experts") and _get(m, "params")]
+    return min(dense, key=lambda m: abs(math.log(m.params / params)))
