@@ -85,7 +85,7 @@ def test_gpu_define_spec_reads_back_its_figures():
 
 
 def test_gpu_without_tflops_says_so():
-    mac = call("GPU_DEFINE", 192, 0.8, "", "", "unified", name="Mac Studio")
+    mac = call("GPU_DEFINE", 192, 0.8, "", "", "unified", gpu_name="Mac Studio")
     e = error("PREFILL_TOKENS_PER_SEC", "Llama 3 8B", mac)
     assert e.code == "#VALUE!" and "Mac Studio" in e.message and "TFLOPS" in e.message
     for gpu in ("M3 Ultra", "Apple M2 Ultra", "M4 Max"):
@@ -208,3 +208,29 @@ def test_max_batch_and_context_follow_the_layered_kv_cache():
     batch = call("MAX_BATCH", "Gemma 3 27B", "H100", context=32768, precision="fp8")
     need = call("SERVING_MEMORY_GB", "Gemma 3 27B", precision="fp8", batch=batch, context=32768)
     assert need <= 80 * 0.9 < call("SERVING_MEMORY_GB", "Gemma 3 27B", precision="fp8", batch=batch + 1, context=32768)
+
+
+def _swap_cases(arg_type, value):
+    for fn in registry.functions().values():
+        for i, arg in enumerate(fn.args):
+            if arg.type == arg_type and fn.examples:
+                args = list(fn.examples[0][0]) + [None] * len(fn.args)
+                args[i] = value
+                yield pytest.param(fn, args[:len(fn.args)], id=f"{fn.name}.{arg.name}")
+
+
+@pytest.mark.parametrize("fn,args", [*_swap_cases("model", "8B"), *_swap_cases("model", LLAMA3_8B_SPEC)])
+def test_any_model_argument_takes_a_count_or_a_spec_without_a_traceback(fn, args):
+    try:
+        registry.call(fn, *args)
+    except FlopsheetError as e:
+        assert e.code in ("#VALUE!", "#NUM!", "#N/A") and e.message
+
+
+@pytest.mark.parametrize("fn,args", [*_swap_cases("gpu", "M3 Ultra"), *_swap_cases("gpu", H100_SPEC),
+                                     *_swap_cases("gpu", "gpu: 128GB 0.546TB/s unified")])
+def test_any_gpu_argument_takes_a_spec_or_a_gpu_without_tflops_without_a_traceback(fn, args):
+    try:
+        registry.call(fn, *args)
+    except FlopsheetError as e:
+        assert e.code in ("#VALUE!", "#NUM!", "#N/A") and e.message

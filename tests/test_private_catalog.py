@@ -78,15 +78,19 @@ def test_folders_from_environment_and_user_dir(tmp_path, monkeypatch):
         assert found[0] == user / "flopsheet" / "catalog"
 
 
-def test_cloud_rows_are_identified_by_provider_instance_region_pricing_status(tmp_path):
-    columns = {c: "str" for c in ("provider", "instance", "gpu", "region", "pricing", "status")}
+def test_cloud_rows_are_identified_by_provider_instance_region_pricing_status_date(tmp_path):
+    columns = {c: "str" for c in ("provider", "instance", "gpu", "region", "pricing", "status", "price_date")}
     columns.update(usd_per_hour="float | None")
     packaged = [{"provider": "AWS", "instance": "p5.48xlarge", "gpu": "H100 SXM 80GB", "region": "us-east-1",
-                 "pricing": "on-demand", "status": "current", "usd_per_hour": "55.04"}]
-    folder = _folder(tmp_path, "provider,instance,region,pricing,status,usd_per_hour\n"
-                               "aws,p5.48xlarge,us-east-1,on-demand,current,40\n", "cloud.csv")
+                 "pricing": "on-demand", "status": "current", "usd_per_hour": "55.04", "price_date": "2026-07"}]
+    packaged.append(dict(packaged[0], status="historical", usd_per_hour="98.32", price_date="2025-05"))
+    packaged.append(dict(packaged[1], usd_per_hour="90"))          # same identity twice: both kept
+    folder = _folder(tmp_path, "provider,instance,gpu,region,pricing,status,price_date,usd_per_hour\n"
+                               "aws,p5.48xlarge,,us-east-1,on-demand,current,2026-07,40\n"
+                               "AWS,p5.48xlarge,H100,us-east-1,on-demand,current,2026-10,38\n", "cloud.csv")
     rows, problems = pc.merge("cloud.csv", packaged, columns, [folder])
-    assert problems == [] and len(rows) == 1 and rows[0][0]["usd_per_hour"] == "40"
+    assert problems == []
+    assert [r["usd_per_hour"] for r, _ in rows] == ["40", "98.32", "90", "38"]
 
 
 def test_cell_text_writes_like_the_catalog():

@@ -5,8 +5,8 @@ A private catalog is a folder holding any of `gpus.csv`, `models.csv`, `cloud.cs
 `engines.csv` in the packaged columns (any subset, any order). Folders are read from the
 per-user location (`user_dir()`) and then from `FLOPSHEET_CATALOG` (several folders
 separated by the platform's path separator); a later row overrides an earlier one of the
-same name (for cloud prices: provider, instance, region, pricing and status), packaged
-rows included. Every row remembers where it came from. Bad rows are reported with file,
+same name (for cloud prices: provider, instance, region, pricing, status and price date;
+a newer private price is simply added, and the newest price wins), packaged rows included. Every row remembers where it came from. Bad rows are reported with file,
 line and column; the catalog refuses to load until they are fixed, so a typo never
 silently changes an estimate.
 """
@@ -27,9 +27,12 @@ from .names import key
 ENV = "FLOPSHEET_CATALOG"
 PACKAGED = "packaged"
 TABLES = ("gpus.csv", "models.csv", "cloud.csv", "engines.csv")
-IDENTITY = {"cloud.csv": ("provider", "instance", "region", "pricing", "status")}
+IDENTITY = {"cloud.csv": ("provider", "instance", "region", "pricing", "status", "price_date")}
+KEY_COLUMNS = {"cloud.csv": ("provider", "instance")}     # identity columns that may not be blank
 REQUIRED = {"gpus.csv": ("name", "memory_gb", "bandwidth_tbs"), "models.csv": ("name",),
             "cloud.csv": ("provider", "instance", "gpu", "pricing", "status"), "engines.csv": ("name",)}
+# What a blank cell of a new row means where blank would mislead (a modern decoder).
+NEW_ROW_DEFAULTS = {"models.csv": {"gated_mlp": "TRUE", "norm": "rmsnorm", "pos_embedding": "rope"}}
 _DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 _BOOL = ("TRUE", "FALSE", "YES", "NO", "1", "0", "")
 
@@ -119,7 +122,7 @@ def read_file(path: Path, columns: dict[str, str], table: str) -> tuple[list[tup
     for i, h in unknown:
         problems.append(Problem(str(path), 1, f"{_letter(i)} ({h!r})",
                                 f"unknown column; valid: {', '.join(columns)}"))
-    for need in IDENTITY.get(table, ("name",)):
+    for need in KEY_COLUMNS.get(table, ("name",)):
         if need not in header:
             problems.append(Problem(str(path), 1, "", f"missing column {need!r}"))
     if problems:
@@ -133,7 +136,7 @@ def read_file(path: Path, columns: dict[str, str], table: str) -> tuple[list[tup
             continue
         row = {h: (cells[i].strip() if i < len(cells) else "") for i, h in enumerate(header)}
         bad = [(i, h, _check_cell(h, row[h], columns[h])) for i, h in enumerate(header)]
-        bad += [(header.index(h), h, "is required") for h in IDENTITY.get(table, ("name",)) if not row[h]]
+        bad += [(header.index(h), h, "is required") for h in KEY_COLUMNS.get(table, ("name",)) if not row[h]]
         for i, h, why in bad:
             if why:
                 problems.append(Problem(str(path), line, f"{_letter(i)} ({h})", why))
@@ -166,8 +169,9 @@ def merge(table: str, packaged: list[dict], columns: dict[str, str],
         for name in _names(table, row):
             lookup.setdefault(name, ident)
 
-    for r in packaged:
-        put(r, PACKAGED, identity(table, r))
+    for i, r in enumerate(packaged):
+        ident = identity(table, r)
+        put(r, PACKAGED, ident if ident not in merged else ident + (i,))   # never merge packaged rows
     problems: list[Problem] = []
     for folder in (folders() if extra_folders is None else extra_folders):
         path = folder / table
@@ -183,7 +187,8 @@ def merge(table: str, packaged: list[dict], columns: dict[str, str],
                 put({**old, **given}, origin, ident)
                 continue
             full = {c: "" for c in columns}
-            full.update(row)
+            full.update(NEW_ROW_DEFAULTS.get(table, {}))
+            full.update({c: v for c, v in row.items() if v})
             problems += [Problem(str(path), int(origin.rsplit(":", 1)[1]), h, "is required for a new row")
                          for h in REQUIRED.get(table, ()) if not full.get(h)]
             put(full, origin, identity(table, row))

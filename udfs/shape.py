@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 
+from .errors import value_error
+
 # Tokens of the `extras` column and the parameters each adds per layer.
 EXTRAS = {
     "qk_norm": "RMSNorm on queries and keys (head_dim weights each): Qwen3, Gemma 3",
@@ -158,6 +160,14 @@ def max_context_for(model, layer_tokens: float) -> float:
 
 def has_shape(model) -> bool:
     return bool(_get(model, "layers") and _get(model, "hidden") and _get(model, "heads"))
+
+
+def require_shape(model) -> None:
+    """Estimates that depend on the layout refuse a model known only by its size."""
+    if not has_shape(model):
+        raise value_error(f"this estimate needs the model's shape (layers, heads, KV heads), not only its size "
+                          f"({model.name}): give a catalog name or MODEL_DEFINE(layers, hidden, heads, kv_heads, ffn, "
+                          f"vocab)")
 
 
 def nearest_dense(params: float, candidates):

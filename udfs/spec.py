@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from functools import cache
 from typing import Callable
 
 from .errors import value_error
@@ -273,3 +274,17 @@ def format_gpu(row: dict, name: str = "") -> str:
 def gpu_from_catalog(gpu) -> str:
     row = {k: getattr(gpu, k) for k in gpu.__dataclass_fields__}
     return format_gpu(row, gpu.name)
+
+
+# ---------------------------------------------------------------- built once per text
+@cache
+def model(text: str):
+    """The catalog `Model` a model spec describes (parsed once per distinct text)."""
+    from . import catalog
+    return catalog.model_from_row(parse_model(text))
+
+
+@cache
+def gpu(text: str):
+    from . import catalog
+    return catalog.gpu_from_row(parse_gpu(text))

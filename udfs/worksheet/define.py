@@ -26,7 +26,7 @@ MODEL_ARGS = [
     _optional("moe_ffn", "MLP width of one expert (default: ffn)", "elements"),
     Arg("tied", "bool", "Input and output embeddings shared", default=False),
     _optional("sliding_window", "Sliding-window (or chunk) length of local-attention layers", "tokens"),
-    Arg("name", "text", "Name shown in results and messages", default=""),
+    Arg("model_name", "text", "Name shown in results and messages", default=""),
     _optional("local_layers", "Layers using the window; the rest attend to the whole context (default: all)", "layers"),
     Arg("chunked", "bool", "Local layers attend within fixed chunks (Llama 4) instead of a sliding window",
         default=False),
@@ -47,7 +47,7 @@ MODEL_ARGS = [
                      ((48, 2048, 32, 4, 6144, 151936, 128, 128, 8, 0, 768, False, 0, "Qwen3 30B-A3B"),
                       'model: 48L d2048 h32/kv4 hd128 ffn768 v151936 experts128/top8 name="Qwen3 30B-A3B"')])
 def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts, experts_per_token, shared_experts,
-                 moe_ffn, tied, sliding_window, name, local_layers, chunked, dense_layers, kv_lora_rank, qk_rope_dim,
+                 moe_ffn, tied, sliding_window, model_name, local_layers, chunked, dense_layers, kv_lora_rank, qk_rope_dim,
                  q_lora_rank, context_length, attn_bias, qk_norm):
     fields = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "spec_ffn": ffn,
               "vocab": vocab, "head_dim": head_dim, "n_experts": experts,
@@ -58,8 +58,8 @@ def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts,
               "attn_bias": attn_bias, "local_attention": "chunked" if chunked and sliding_window else None,
               "extras": ("qk_norm",) if qk_norm else ()}
     fields = {k: v for k, v in fields.items() if v not in (0, None)}
-    row = spec.model_row(fields, name)
-    return spec.format_model(row, name)
+    row = spec.model_row(fields, model_name)
+    return spec.format_model(row, model_name)
 
 
 @worksheet("GPU_DEFINE", "An accelerator's figures as a spec text (e.g. \"gpu: 80GB 3.35TB/s bf16=989.5 HBM3\") "
@@ -77,7 +77,7 @@ def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts,
             Arg("price_usd", "number", "Purchase price per GPU", "$", default="", min=0, min_open=True),
             Arg("interconnect_gbs", "number", "GPU-to-GPU link bandwidth (NVLink-class above 200)", "GB/s",
                 default="", min=0, min_open=True),
-            Arg("name", "text", "Name shown in results and messages", default=""),
+            Arg("gpu_name", "text", "Name shown in results and messages", default=""),
             Arg("fp4_tflops", "number", "Dense FP4 tensor throughput (blank: none)", "TFLOPS", default="", min=0,
                 min_open=True)],
            returns="text",
@@ -85,11 +85,11 @@ def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts,
                      ((192, 0.8, "", "", "unified", "", "", "", "Mac Studio M2 Ultra"),
                       'gpu: 192GB 0.8TB/s unified name="Mac Studio M2 Ultra"')])
 def gpu_define(memory_gb, bandwidth_tbs, bf16_tflops, fp8_tflops, memory_type, power_w, price_usd, interconnect_gbs,
-               name, fp4_tflops):
+               gpu_name, fp4_tflops):
     fields = {"memory_gb": memory_gb, "bandwidth_tbs": bandwidth_tbs, "bf16_tflops": bf16_tflops,
               "fp8_tflops": fp8_tflops, "fp4_tflops": fp4_tflops, "tdp_w": power_w,
               "price_usd": price_usd, "interconnect_gbs": interconnect_gbs}
     text = spec.format_gpu({k: v for k, v in fields.items() if v not in ("", None)} | {"memory_type": memory_type},
-                           name)
+                           gpu_name)
     spec.parse_gpu(text)                     # the memory type and figures must read back
     return text
