@@ -3,7 +3,6 @@ Hugging Face configs from the command line (registered in the `flopsheet.command
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import sys
@@ -123,14 +122,3 @@ def append_row(folder: Path, table: str, text: dict[str, str]) -> Path:
             f.write("\n")
         f.write(out.getvalue())
     return path
-
-
-def main(argv=None) -> int:           # for `python -m udfs.catalog_cli` during development
-    parser = argparse.ArgumentParser(prog="flopsheet")
-    add(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.run(args)
-    except FlopsheetError as e:
-        print(str(e), file=sys.stderr)
-        return 2

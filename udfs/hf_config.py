@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from datetime import date
 from pathlib import Path
+from types import SimpleNamespace
 
 from .errors import value_error
 from .shape import counts
@@ -153,17 +154,10 @@ def shape_row(config: dict) -> dict:
     return row
 
 
-class _Shape:
-    """Attribute view of a row, for `shape.counts`."""
-
-    def __init__(self, row: dict):
-        self.__dict__.update(row)
-
-
 def model_row(config: dict, name: str, source: str, aliases: tuple[str, ...] = ()) -> dict:
     """A full catalog row: the shape plus exact total and active parameter counts."""
     row = shape_row(config)
-    n = counts(_Shape(row))
+    n = counts(SimpleNamespace(**row))
     row.update(name=name, aliases=tuple(aliases), params=n["total"],
                active_params=n["active"] if row.get("n_experts") else None,
                source=source, as_of=date.today().isoformat(), note="imported from config.json by flopsheet model import")

@@ -4,10 +4,11 @@ installed package (as pint lets users extend its unit definitions).
 A private catalog is a folder holding any of `gpus.csv`, `models.csv`, `cloud.csv`,
 `engines.csv` in the packaged columns (any subset, any order). Folders are read from the
 per-user location (`user_dir()`) and then from `FLOPSHEET_CATALOG` (several folders
-separated by the platform's path separator); a later row overrides an earlier one of the
-same name (for cloud prices: provider, instance, region, pricing, status and price date;
-a newer private price is simply added, and the newest price wins), packaged rows included. Every row remembers where it came from. Bad rows are reported with file,
-line and column; the catalog refuses to load until they are fixed, so a typo never
+separated by the platform's path separator). A row naming an existing row (name or alias)
+overrides the cells it fills; other rows are added. Cloud prices are keyed by provider,
+instance, region, pricing, status and price date, so a newer private price is added and,
+being newest, wins. Every row remembers where it came from. Bad rows are reported with
+file, line and column; the catalog refuses to load until they are fixed, so a typo never
 silently changes an estimate.
 """
 

@@ -16,6 +16,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from functools import cache
+from types import SimpleNamespace
 from typing import Callable
 
 from .errors import value_error
@@ -160,7 +161,7 @@ def model_row(spec: dict, name: str = "") -> dict:
                    dense_ffn=spec["spec_ffn"] if dense else None)
     else:
         row["ffn"] = spec["spec_ffn"]
-    n = counts(_Row(row))
+    n = counts(SimpleNamespace(**row))
     row.update(params=n["total"], active_params=n["active"] if spec.get("n_experts") else None)
     row["name"] = name or format_model(row)
     row.setdefault("source", "MODEL_DEFINE")
@@ -180,11 +181,6 @@ def _check_model(row: dict, spec: dict) -> None:
     for ok, message in checks:
         if not ok:
             raise value_error(f"model spec: {message}")
-
-
-class _Row:
-    def __init__(self, row: dict):
-        self.__dict__.update(row)
 
 
 def _spec_fields(row: dict) -> dict:
