@@ -65,18 +65,25 @@ def cmd_check(args) -> int:
 
 
 def cmd_list(args) -> int:
-    tables = list(LIST_COLUMNS) if args.table == "all" else [args.table]
+    """One table in detail, or every table as (table, name, origin)."""
     writer = csv.writer(sys.stdout, lineterminator="\n")
+    detailed = args.table != "all"
+    tables = [args.table] if detailed else [t for t in LIST_COLUMNS if f"{t}.csv" in catalog.TABLE_FILES]
+    if detailed and f"{args.table}.csv" not in catalog.TABLE_FILES:
+        print(f"#VALUE!: this version has no {args.table} catalog", file=sys.stderr)
+        return 2
+    writer.writerow([*(LIST_COLUMNS[args.table] if detailed else ("table", "name")), "origin"])
     for table in tables:
-        if f"{table}.csv" not in catalog.TABLE_FILES:
-            continue
-        columns = LIST_COLUMNS[table]
-        writer.writerow(["table", *columns, "origin"])
         for row, origin in catalog.rows_with_origin(f"{table}.csv"):
             if args.private and origin == private_catalog.PACKAGED:
                 continue
-            writer.writerow([table, *[row.get(c, "") for c in columns], origin])
+            cells = [row.get(c, "") for c in LIST_COLUMNS[table]] if detailed else [table, _label(row)]
+            writer.writerow([*cells, origin])
     return 0
+
+
+def _label(row: dict) -> str:
+    return row.get("name") or " ".join(row.get(c, "") for c in ("provider", "instance", "pricing", "price_date"))
 
 
 def cmd_import(args) -> int:
