@@ -75,6 +75,12 @@ def test_catalog_list_shows_origins(team):
     assert [(x["name"], x["price_usd"]) for x in rows] == [("H100 SXM 80GB", "24500")]
 
 
+def test_catalog_list_of_every_table(team):
+    r = flopsheet("catalog", "list", "--private", catalog_dir=team)
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert [(x["table"], x["name"]) for x in rows] == [("gpus", "H100 SXM 80GB"), ("models", "Acme Chat 8B")]
+
+
 def test_catalog_check_reports_file_line_and_column(tmp_path):
     (tmp_path / "models.csv").write_text(ACME + "Broken 1B,,32,4096,thirty-two,8,14336,128256,,x,2026-11-01\n")
     (tmp_path / "cloud.csv").write_text("provider,instance,gpu,pricing,status,usd_per_hour\n"
