@@ -19,7 +19,8 @@ LIST_COLUMNS = {
 }
 
 
-def add(sub) -> None:
+def add_catalog(sub) -> None:
+    """`flopsheet catalog check DIR | list [TABLE]` (entry point `catalog`)."""
     cat = sub.add_parser("catalog", help="private catalogs: check a folder, list what is in effect and where "
                                          "each row comes from")
     cat_sub = cat.add_subparsers(dest="catalog_command", required=True)
@@ -32,6 +33,9 @@ def add(sub) -> None:
     show.add_argument("--private", action="store_true", help="only rows from private catalogs")
     show.set_defaults(run=cmd_list)
 
+
+def add_model(sub) -> None:
+    """`flopsheet model import config.json` (entry point `model`)."""
     model = sub.add_parser("model", help="describe a model: import a Hugging Face config.json as a catalog row")
     model_sub = model.add_subparsers(dest="model_command", required=True)
     imp = model_sub.add_parser("import", help="print the catalog row (CSV with header, params computed) for a "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-from . import catalog
+from . import catalog, spec
 from .errors import EXCEL_ERRORS, FlopsheetError, num_error, value_error
 
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "bn": 1e9, "t": 1e12}
@@ -67,10 +67,34 @@ def is_count(text: str) -> bool:
     return bool(_COUNT.match(text.replace(",", ""))) or is_number_text(text)
 
 
+def _is_count(value) -> bool:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return True
+    return isinstance(value, str) and is_count(value)
+
+
+def to_model(name: str, value, counts: bool = True):
+    """A model: a MODEL_DEFINE spec, a catalog name or Hugging Face id, or (where `counts`)
+    a bare parameter count, which gives a model known only by its size."""
+    if counts and _is_count(value):
+        params = to_count(name, value)
+        if params <= 0:
+            raise num_error(f"{name} must be > 0 parameters, got {params:g}")
+        return catalog.size_only_model(params)
+    text = to_text(name, value)
+    return spec.model(text) if spec.is_model_spec(text) else catalog.model(text)
+
+
+def to_gpu(name: str, value):
+    """A GPU: a GPU_DEFINE spec or a catalog name."""
+    text = to_text(name, value)
+    return spec.gpu(text) if spec.is_gpu_spec(text) else catalog.gpu(text)
+
+
 def to_params(name: str, value) -> float:
-    """A parameter count, or a catalog model name giving its total parameters."""
+    """A parameter count, or a model (catalog name, MODEL_DEFINE spec) giving its total parameters."""
     if isinstance(value, str) and not is_count(value):
-        m = catalog.model(value)
+        m = to_model(name, value, counts=False)
         if not m.params:
             raise value_error(f"the catalog has no parameter count for {m.name}")
         return m.params

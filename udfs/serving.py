@@ -12,9 +12,11 @@ the GPU link), which matters for prefill of long prompts.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from . import calibration as cal
-from .arch import kv_bytes_per_token, kv_cache_bytes
+from . import catalog, shape
+from .arch import kv_bytes_per_layer_token, kv_cache_bytes
 from .catalog import Gpu, Model, Precision, as_precision
 from .errors import num_error, value_error
 from .units import GIB, TERA, TB
@@ -64,11 +66,28 @@ def bandwidth_fraction(gpu: Gpu, precision: Precision) -> float:
     return fraction * (cal.QUANTIZED_DECODE_PENALTY if _is_quantized(precision) else 1.0)
 
 
-def _peak_flops(gpu: Gpu, precision: Precision) -> float:
-    tflops = gpu.tensor_tflops(precision) or gpu.bf16_tflops or gpu.fp16_tflops or gpu.fp32_tflops
+def _peak_flops(gpu: Gpu, precision: Precision, needed_for: str = "this estimate") -> float:
+    """Dense tensor peak for the format (16-bit when the format has no figure of its own).
+    A GPU with no published tensor figure is not guessed from its FP32 vector rate."""
+    tflops = gpu.tensor_tflops(precision) or gpu.bf16_tflops or gpu.fp16_tflops
     if not tflops:
-        raise value_error(f"the catalog has no tensor throughput for {gpu.name}")
+        raise value_error(f"{needed_for} needs the GPU's dense tensor TFLOPS, and there is no published figure for "
+                          f"{gpu.name}; give it with GPU_DEFINE(memory_gb, bandwidth_tbs, bf16_tflops, ...)")
     return tflops * TERA
+
+
+def has_tensor_peak(gpu: Gpu, precision: Precision) -> bool:
+    return bool(gpu.tensor_tflops(precision) or gpu.bf16_tflops or gpu.fp16_tflops)
+
+
+def with_layout(model: Model) -> Model:
+    """A model known only by its size borrows the layout (layers, KV heads, vocabulary) of
+    the catalog's dense model nearest in size, for the estimates that need only the size."""
+    if shape.has_shape(model):
+        return model
+    lender = shape.nearest_dense(model.params, catalog.models())
+    return replace(lender, name=model.name, aliases=(), params=model.params, active_params=None,
+                   published_params=None, published_active_params=None, note=f"layout of {lender.name}")
 
 
 def _compute_fraction(precision: Precision, table: dict[int, float]) -> float:
@@ -99,17 +118,20 @@ def _overhead_s(model: Model, gpu: Gpu, n_gpus: int, tokens: float = 1) -> float
 
 def decode_step_seconds(model: Model, gpu: Gpu, precision: Precision | str = "bf16", batch: float = 1,
                         context: float = 1024, n_gpus: int = 1, kv_precision: Precision | str = KV_PRECISION) -> float:
-    """Seconds for one decode step producing one token for each of `batch` sequences."""
-    _require_arch(model)
+    """Seconds for one decode step producing one token for each of `batch` sequences.
+    One sequence reads every weight for 2 FLOPs each: memory-bound on any accelerator, so a
+    GPU without a published TFLOPS figure (Apple) is still estimated at batch 1."""
+    model = with_layout(model)
     precision = as_precision(precision)
-    held = min(context, model.sliding_window) if model.sliding_window else context
     bytes_read = (streamed_params(model, batch) * precision.bytes_per_param
-                  + batch * held * kv_bytes_per_token(model, kv_precision))
+                  + kv_cache_bytes(model, context, batch, kv_precision))
     memory = bytes_read / n_gpus / (gpu.bandwidth_tbs * TB * bandwidth_fraction(gpu, precision))
-    compute = 2 * active_params(model) * batch / n_gpus / (
-        _peak_flops(gpu, precision) * _compute_fraction(precision, {16: cal.DECODE_COMPUTE_FRACTION,
-                                                                    8: cal.DECODE_COMPUTE_FRACTION,
-                                                                    4: cal.DECODE_COMPUTE_FRACTION}))
+    compute = 0.0
+    if batch > 1 or has_tensor_peak(gpu, precision):
+        compute = 2 * active_params(model) * batch / n_gpus / (
+            _peak_flops(gpu, precision, f"decoding a batch of {batch:g}")
+            * _compute_fraction(precision, {16: cal.DECODE_COMPUTE_FRACTION, 8: cal.DECODE_COMPUTE_FRACTION,
+                                            4: cal.DECODE_COMPUTE_FRACTION}))
     return max(memory, compute) + _overhead_s(model, gpu, n_gpus, batch)
 
 
@@ -124,12 +146,12 @@ def prefill_seconds(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
     """Time to process prompts: 2 x active params FLOPs per token plus causal attention
     (2 x layers x tokens^2 x heads x head_dim), at the achievable fraction of peak; never
     faster than reading the weights once."""
-    _require_arch(model)
+    model = with_layout(model)
     precision = as_precision(precision)
     head_dim = model.head_dim or model.hidden // model.heads
     tokens = prompt_tokens * batch
     flops = 2 * active_params(model) * tokens + 2 * model.layers * model.heads * head_dim * prompt_tokens ** 2 * batch
-    compute = flops / n_gpus / (_peak_flops(gpu, precision) * _compute_fraction(precision, cal.PREFILL_COMPUTE_FRACTION))
+    compute = flops / n_gpus / (_peak_flops(gpu, precision, "prefill") * _compute_fraction(precision, cal.PREFILL_COMPUTE_FRACTION))
     memory = weight_bytes(model, precision) / n_gpus / (gpu.bandwidth_tbs * TB * bandwidth_fraction(gpu, precision))
     return max(compute, memory) + _overhead_s(model, gpu, n_gpus, tokens)
 
@@ -160,21 +182,16 @@ def max_context(model, gpu, precision, batch=1, n_gpus=1, kv_precision=KV_PRECIS
     """Tokens per sequence that fit for `batch` sequences, capped at the model's context length
     (a sliding-window model holds at most its window, so it is then limited only by that cap)."""
     free = _free_for_kv(model, gpu, precision, n_gpus, fraction)
-    per_token = kv_bytes_per_token(model, kv_precision) * batch / n_gpus / GIB
-    tokens = max(0, math.floor(free / per_token))
+    per_layer_token = kv_bytes_per_layer_token(model, kv_precision) * batch / n_gpus / GIB
+    tokens = shape.max_context_for(model, max(0.0, free) / per_layer_token)
     limit = model.context_length or tokens
-    if model.sliding_window and tokens >= model.sliding_window:
-        return limit
-    return min(tokens, limit)
+    if math.isinf(limit):
+        raise num_error(f"every layer of {model.name} holds only its window: give the model's context length")
+    return int(min(math.floor(tokens), limit))
 
 
 def _free_for_kv(model, gpu, precision, n_gpus, fraction) -> float:
     return usable_gib(gpu, fraction) - weight_bytes(model, precision) / n_gpus / GIB - cal.SERVING_OVERHEAD_GIB
-
-
-def _require_arch(model: Model) -> None:
-    if not (model.layers and model.hidden and model.heads):
-        raise value_error(f"the catalog has no architecture for {model.name}")
 
 
 def check_gpus(n_gpus: int) -> int:
