@@ -3,6 +3,7 @@ text that every `model` and `gpu` argument accepts (a private fine-tune, an unre
 model, a new accelerator or a negotiated price, without editing the catalog)."""
 
 from .. import spec
+from ..catalog import NVLINK_CLASS_GBS
 from ..registry import Arg, worksheet
 
 
@@ -73,9 +74,9 @@ def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts,
                 min_open=True),
             Arg("memory_type", "text", "HBM..., GDDR..., LPDDR... or unified (sets the achievable share of bandwidth)",
                 default="HBM"),
-            Arg("power_w", "number", "Board power", "W", default="", min=0, min_open=True),
+            Arg("tdp_w", "number", "Rated board power (TDP)", "W", default="", min=0, min_open=True),
             Arg("price_usd", "number", "Purchase price per GPU", "$", default="", min=0, min_open=True),
-            Arg("interconnect_gbs", "number", "GPU-to-GPU link bandwidth (NVLink-class above 200)", "GB/s",
+            Arg("interconnect_gbs", "number", f"GPU-to-GPU link bandwidth (NVLink-class at {NVLINK_CLASS_GBS} or more)", "GB/s",
                 default="", min=0, min_open=True),
             Arg("gpu_name", "text", "Name shown in results and messages", default=""),
             Arg("fp4_tflops", "number", "Dense FP4 tensor throughput (blank: none)", "TFLOPS", default="", min=0,
@@ -84,10 +85,10 @@ def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts,
            examples=[((80, 3.35, 989.5, 1979, "HBM3"), "gpu: 80GB 3.35TB/s bf16=989.5 fp8=1979 HBM3"),
                      ((192, 0.8, "", "", "unified", "", "", "", "Mac Studio M2 Ultra"),
                       'gpu: 192GB 0.8TB/s unified name="Mac Studio M2 Ultra"')])
-def gpu_define(memory_gb, bandwidth_tbs, bf16_tflops, fp8_tflops, memory_type, power_w, price_usd, interconnect_gbs,
+def gpu_define(memory_gb, bandwidth_tbs, bf16_tflops, fp8_tflops, memory_type, tdp_w, price_usd, interconnect_gbs,
                gpu_name, fp4_tflops):
     fields = {"memory_gb": memory_gb, "bandwidth_tbs": bandwidth_tbs, "bf16_tflops": bf16_tflops,
-              "fp8_tflops": fp8_tflops, "fp4_tflops": fp4_tflops, "tdp_w": power_w,
+              "fp8_tflops": fp8_tflops, "fp4_tflops": fp4_tflops, "tdp_w": tdp_w,
               "price_usd": price_usd, "interconnect_gbs": interconnect_gbs}
     text = spec.format_gpu({k: v for k, v in fields.items() if v not in ("", None)} | {"memory_type": memory_type},
                            gpu_name)
