@@ -79,6 +79,12 @@ def test_gpu_define_with_h100_figures_gives_h100_answers(fn, kw):
     assert call(fn, gpu=H100_SPEC, **kw) == call(fn, gpu="H100", **kw)
 
 
+def test_gpu_define_with_link_shards_like_the_h100():
+    spec = call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3", 700, "", 900)
+    for fn in ("DECODE_TOKENS_PER_SEC", "PREFILL_TOKENS_PER_SEC"):
+        assert call(fn, "Llama 3 70B", spec, n_gpus=4) == call(fn, "Llama 3 70B", "H100", n_gpus=4)
+
+
 def test_gpu_define_spec_reads_back_its_figures():
     assert call("GPU_SPEC", H100_SPEC, "bandwidth_tbs") == 3.35
     assert call("GPU_SPEC", H100_SPEC, "bf16_tflops") == 989.5
