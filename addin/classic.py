@@ -49,7 +49,7 @@ On Windows, `flopsheet addin install` would:
 Instead, here:
   * Excel on Mac or the web (or Windows without local Python): xlwings Lite, free —
       flopsheet addin lite --out flopsheet-lite
-  * a team: xlwings Server —  flopsheet serve   (see docs/excel-setup.md for the licence terms)"""
+  * a team: xlwings Server —  flopsheet serve   (licence terms: docs/deploy/README.md)"""
 
 
 def install(dry_run: bool = False) -> int:

@@ -17,7 +17,8 @@ def _run_lite(args) -> int:
 
 def _run_serve(args) -> int:
     from . import server
-    return server.serve(host=args.host, port=args.port, project_dir=args.project_dir, log_level=args.log_level)
+    return server.serve(host=args.host, port=args.port, project_dir=args.project_dir, log_level=args.log_level,
+                        workers=args.workers, ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile)
 
 
 def add(sub) -> None:
@@ -26,10 +27,12 @@ def add(sub) -> None:
     install = addin_sub.add_parser("install", help="classic xlwings add-in for desktop Excel on Windows")
     install.add_argument("--dry-run", action="store_true", help="show what would be set, change nothing")
     install.set_defaults(run=_run_install)
-    lite = addin_sub.add_parser("lite", help="write main.py and requirements.txt for xlwings Lite")
+    lite = addin_sub.add_parser("lite", help="write main.py and requirements.txt for xlwings Lite (by default a "
+                                             "main.py that carries Flopsheet: nothing to host)")
     lite.add_argument("--out", required=True, help="folder to write into")
-    lite.add_argument("--wheel-url", help="HTTPS URL where the flopsheet wheel is served (goes in requirements.txt)")
-    lite.add_argument("--no-wheel", action="store_true", help="do not build the wheel into the folder")
+    lite.add_argument("--wheel-url", help="instead: install Flopsheet from its wheel at this HTTPS URL (goes in "
+                                          "requirements.txt; the wheel is built into --out for upload)")
+    lite.add_argument("--no-wheel", action="store_true", help="with --wheel-url: do not build the wheel")
     lite.set_defaults(run=_run_lite)
 
     serve = sub.add_parser("serve", help="run xlwings Server with Flopsheet's functions (needs XLWINGS_LICENSE_KEY)")
@@ -37,4 +40,7 @@ def add(sub) -> None:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--project-dir", help="use this xlwings Server project folder instead of a generated one")
     serve.add_argument("--log-level", default="warning", help="uvicorn log level")
+    serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1; about one per CPU core)")
+    serve.add_argument("--ssl-certfile", help="serve HTTPS with this certificate (PEM; the full chain)")
+    serve.add_argument("--ssl-keyfile", help="private key of --ssl-certfile (PEM)")
     serve.set_defaults(run=_run_serve)

@@ -81,11 +81,19 @@ def _clean_officejs(value):
     return _clean_cell(value)
 
 
+def _single_row(value):
+    """Office.js sends every range as rows of cells, but xlwings' `to_scalar` unwraps a
+    one-row range [[a, b, c]] into the flat list [a, b, c]: put the row back."""
+    if isinstance(value, list) and value and not any(isinstance(c, list) for c in value):
+        return [value]
+    return value
+
+
 def _normalise(value):
     """A 1x1 range is its value (as Office.js already does), so a single cell never turns a
     text argument into a list; blank strings stay blank: the registry applies defaults."""
     if RUNTIME == "officejs":
-        value = _clean_officejs(value)
+        value = _clean_officejs(_single_row(value))
     if isinstance(value, (list, tuple)) and len(value) == 1:
         row = value[0]
         if isinstance(row, (list, tuple)) and len(row) == 1:

@@ -7,6 +7,10 @@ xlwings-server 1.20 imports the package `custom_functions` from the project dire
 names the generated functions only), plus an empty `custom_scripts` package so that the
 server's sample scripts are not published. The project lives in a cache folder and is
 rewritten on every start, so it always matches the installed package.
+
+For a team: `--workers N` runs N processes (uvicorn), `--ssl-certfile/--ssl-keyfile` serve
+HTTPS directly (Excel loads add-ins over HTTPS only), and `GET /health` answers with the
+versions (addin/server_app.py). docs/deploy/ has a systemd unit and a container file.
 """
 
 from __future__ import annotations
@@ -71,11 +75,28 @@ def server_environment(project_dir: Path, licence_key: str) -> dict[str, str]:
     }
 
 
+def check_options(workers: int, ssl_certfile: str | None, ssl_keyfile: str | None) -> str | None:
+    """A message for options that cannot work, else None."""
+    if workers < 1:
+        return "--workers must be 1 or more"
+    if bool(ssl_certfile) != bool(ssl_keyfile):
+        return "give both --ssl-certfile and --ssl-keyfile (or neither)"
+    for path in (ssl_certfile, ssl_keyfile):
+        if path and not Path(path).is_file():
+            return f"no such file: {path}"
+    return None
+
+
 def serve(host: str = "127.0.0.1", port: int = 8000, project_dir: str | None = None,
-          log_level: str = "warning") -> int:
+          log_level: str = "warning", workers: int = 1, ssl_certfile: str | None = None,
+          ssl_keyfile: str | None = None) -> int:
     licence_key = os.environ.get("XLWINGS_LICENSE_KEY", "").strip()
     if not licence_key:
         print(LICENCE_HELP, file=sys.stderr)
+        return 2
+    problem = check_options(workers, ssl_certfile, ssl_keyfile)
+    if problem:
+        print(f"flopsheet serve: {problem}", file=sys.stderr)
         return 2
     # find_spec, not import: xlwings Server reads its settings when first imported,
     # so nothing of it may be imported before the environment below is set.
@@ -88,16 +109,26 @@ def serve(host: str = "127.0.0.1", port: int = 8000, project_dir: str | None = N
             write_project(path)
     else:
         path = write_project(default_project_dir())
+    # Workers are new processes: they get this environment (FLOPSHEET_* settings included).
     env = server_environment(path.resolve(), licence_key)
+    if workers > 1 and not os.environ.get("XLWINGS_SOCKETIO_MESSAGE_QUEUE_URL"):
+        # socket.io sessions (only streaming functions use them; Flopsheet has none) would be
+        # split across workers without a message queue: leave them off unless the admin says.
+        env.setdefault("XLWINGS_ENABLE_SOCKETIO", os.environ.get("XLWINGS_ENABLE_SOCKETIO", "false"))
     os.environ.update(env)
     for entry in (str(path.resolve()), _repo_root()):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"warning: serving on {host}: anyone who can reach this address can call the functions. "
-              "Excel needs HTTPS: put a TLS-terminating proxy in front.", file=sys.stderr)
-    print(f"Flopsheet on xlwings Server: http://{host}:{port}/manifest  (functions {env['XLWINGS_FUNCTIONS_NAMESPACE']}.*)",
-          file=sys.stderr)
+    tls = bool(ssl_certfile)
+    if host not in ("127.0.0.1", "localhost", "::1") and not tls:
+        print(f"warning: serving on {host} over plain HTTP: anyone who can reach this address can call the "
+              "functions, and Excel needs HTTPS: use --ssl-certfile/--ssl-keyfile or a TLS-terminating proxy.",
+              file=sys.stderr)
+    scheme = "https" if tls else "http"
+    print(f"Flopsheet on xlwings Server: {scheme}://{host}:{port}/manifest  (functions "
+          f"{env['XLWINGS_FUNCTIONS_NAMESPACE']}.*, {workers} worker{'s' if workers > 1 else ''}, "
+          f"health: {scheme}://{host}:{port}/health)", file=sys.stderr)
     import uvicorn
-    uvicorn.run("xlwings_server.main:main_app", host=host, port=port, log_level=log_level)
+    uvicorn.run("addin.server_app:main_app", host=host, port=port, log_level=log_level, workers=workers,
+                ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile)
     return 0

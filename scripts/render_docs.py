@@ -1,9 +1,12 @@
-"""Render each template workbook to PDF and a first-page PNG under docs/ (the README and docs/workbooks.md show them).
+"""Render each template workbook and an example report to PDF and a PNG under docs/ (the README,
+docs/workbooks.md and docs/reports.md show them).
 
     python3 scripts/render_docs.py [--keep-pdf]
 
-Writes the workbooks (fresh), converts them to PDF in one LibreOffice run (recalculated on
-load), then `pdftoppm -png -r 80` of the first page of the main sheet (page 2, after the one-page cover) gives docs/<workbook>.png."""
+Writes the workbooks and the serve-70b example report (fresh, with their stored values), converts
+them to PDF in one LibreOffice run, then `pdftoppm -png -r 80` of the first page of each template's
+main sheet (page 2, after the one-page cover) gives docs/<workbook>.png and the report's first
+page docs/report-summary.png."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import workbook_templates as wt  # noqa: E402
 from workbook_templates.recalc import convert  # noqa: E402
+from workbook_templates.report import write_report  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -31,12 +35,13 @@ def main(argv: list[str]) -> int:
             path = tmp / "xlsx" / wt.module(name).FILENAME
             wt.build(name, path)
             files.append(path)
-        # the PDF shows the first sheets; render from a recalculated copy so values are cached
-        recalced = convert(files, tmp / "recalc")
-        pdfs = convert(recalced, tmp / "pdf", to="pdf")
+        report = tmp / "xlsx" / "report-summary.xlsx"
+        write_report(ROOT / "examples" / "serve-70b.toml", report)
+        pdfs = convert(files + [report], tmp / "pdf", to="pdf")
         for pdf in pdfs:
             stem = pdf.stem
-            subprocess.run(["pdftoppm", "-png", "-r", "80", "-f", PAGE, "-l", PAGE, "-singlefile", str(pdf),
+            page = "1" if pdf == pdfs[-1] else PAGE
+            subprocess.run(["pdftoppm", "-png", "-r", "80", "-f", page, "-l", page, "-singlefile", str(pdf),
                             str(docs / stem)], check=True)
             if "--keep-pdf" in argv:
                 shutil.copy(pdf, docs / pdf.name)

@@ -41,11 +41,20 @@ def test_every_row_is_compared_or_skipped_with_a_reason(report):
     assert len({c.row.split(" ")[0] for c in report.comparisons}) + len(report.skipped) == total
 
 
-def test_known_skips_are_listed(report):
+def test_known_skips_are_listed_and_no_row_class_is_skipped(report):
     reasons = " ".join(s.row + " " + s.reason for s in report.skipped)
     assert "TPU v4" in reasons and "not in the catalog" in reasons
-    assert "llama.cpp multi-GPU" in reasons
-    assert "batch 'max'" in reasons
+    scored = " ".join(c.row for c in report.comparisons)
+    assert "| 2 | llama.cpp |" in scored            # multi-GPU llama.cpp rows: a layer pipeline, scored
+    assert len(report.of("max_throughput")) >= 10    # trtllm-bench and MLPerf max-throughput rows
+    assert "ms/token" in " ".join(c.note for c in report.comparisons)   # HF Accelerate rows converted
+
+
+def test_out_of_sample_column_differs_only_where_constants_were_chosen_from_rows(report):
+    for metric in ("decode_b1", "mfu", "training_hours"):
+        assert any(abs(c.error_out - c.error) > 1e-6 for c in report.of(metric)), metric
+    for metric in ("max_throughput", "fixed_batch", "memory", "qlora_context"):
+        assert all(c.error_out == c.error for c in report.of(metric)), metric
 
 
 def test_name_mapping():

@@ -110,3 +110,48 @@ def test_install_on_non_windows_explains(capsys, monkeypatch):
     assert classic.install() != 0
     out = capsys.readouterr().out
     assert "Windows" in out and "addin lite" in out and "serve" in out
+
+
+def test_flopsheet_addin_install_writes_the_users_xlwings_conf(tmp_path, monkeypatch, capsys):
+    """`flopsheet addin install` as on Windows, against a temporary home folder: the user's
+    existing xlwings.conf keeps its keys and gains the interpreter and the UDF module. The
+    last step, xlwings' own `xlwings addin install`, copies the .xlam into Excel's XLSTART
+    folder and cannot run without Excel: the command it would run is recorded instead."""
+    from addin import classic
+    from udfs.cli import main
+    home = tmp_path / "home"
+    conf = home / ".xlwings" / "xlwings.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text('"LICENSE_KEY","noncommercial"\n"UDF Modules","team_udfs"\n"CONDA PATH","C:\\\\conda"\n')
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))
+    monkeypatch.setattr(sys, "platform", "win32")
+    ran = []
+    monkeypatch.setattr(classic.subprocess, "call", lambda command, **kw: ran.append(command) or 0)
+
+    assert main(["addin", "install", "--dry-run"]) == 0
+    assert "addin.functions" not in conf.read_text() and not ran  # a dry run changes nothing
+
+    assert main(["addin", "install"]) == 0
+    lines = conf.read_text().splitlines()
+    assert '"LICENSE_KEY","noncommercial"' in lines and '"CONDA PATH","C:\\\\conda"' in lines
+    assert '"UDF Modules","team_udfs;addin.functions"' in lines
+    assert f'"Interpreter_Win","{sys.executable}"' in lines
+    assert len(lines) == 4
+    assert ran and ran[0][-2:] == ["addin", "install"] and ran[0][0] == sys.executable
+    assert "Import Functions" in capsys.readouterr().out
+
+    assert main(["addin", "install"]) == 0  # running it again changes nothing
+    assert conf.read_text().splitlines() == lines
+
+
+def test_flopsheet_addin_install_creates_xlwings_conf(tmp_path, monkeypatch):
+    from addin import classic
+    from udfs.cli import main
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("USERPROFILE", str(tmp_path))
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(classic.subprocess, "call", lambda command, **kw: 0)
+    assert main(["addin", "install"]) == 0
+    assert (tmp_path / ".xlwings" / "xlwings.conf").read_text().splitlines() == [
+        '"UDF Modules","addin.functions"', f'"Interpreter_Win","{sys.executable}"']

@@ -1,6 +1,8 @@
-"""xlwings Lite: `flopsheet addin lite` writes main.py and requirements.txt; the wheel is pure
-Python; main.py, importing Flopsheet from the installed wheel alone, publishes every
-function through xlwings' Office.js metadata (`xlwings.server.custom_functions_meta`)."""
+"""xlwings Lite files in CPython: by default `flopsheet addin lite` writes a main.py that
+carries the engine (checked here for completeness; tests/test_pyodide_lite.py runs it in
+Pyodide); with --wheel-url it writes a one-line main.py and requirements.txt and builds a
+pure wheel, from which main.py publishes every function through xlwings' Office.js
+metadata (`xlwings.server.custom_functions_meta`)."""
 
 import json
 import os
@@ -67,3 +69,21 @@ def test_main_py_from_the_wheel_lists_every_function(lite_dir, tmp_path):
     assert out["udfs"].startswith(str(target))
     assert sorted(out["names"]) == sorted(registry_functions())
     assert out["result"] == [[pytest.approx(167.5)]]
+
+
+def test_standalone_main_embeds_every_engine_file_and_nothing_else():
+    import io
+    from pathlib import Path as P
+
+    import udfs
+    from addin import lite
+    data = lite.archive()
+    assert data == lite.archive(), "the same package gives the same main.py"
+    names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
+    package = P(udfs.__file__).parent
+    engine = {f"udfs/{p.relative_to(package).as_posix()}" for p in package.rglob("*")
+              if p.is_file() and p.suffix in (".py", ".csv") and "__pycache__" not in p.parts}
+    assert engine <= names and "addin/functions.py" in names
+    assert not [n for n in names if n.startswith(("workbook_templates/", "tests/")) or n.endswith(".pyc")]
+    assert not [n for n in names if n.startswith("addin/") and n.rsplit("/", 1)[1] not in
+                ("__init__.py", "functions.py", "spec.py")], "the server and CLI parts stay out"

@@ -6,7 +6,9 @@ import importlib.util
 import json
 import os
 import random
+import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -22,17 +24,13 @@ if importlib.util.find_spec("xlwings_server") is None:
     pytest.skip("xlwings-server is not installed (pip install 'flopsheet[server]')", allow_module_level=True)
 
 from addin.spec import arg_doc, python_optional, registry_functions  # noqa: E402
-from udfs import registry  # noqa: E402
-from udfs.errors import FlopsheetError  # noqa: E402
-from udfs.table import Table  # noqa: E402
+from udfs import __version__, registry  # noqa: E402
 
-from .numeric import same_number  # noqa: E402
+from .officejs import engine, same  # noqa: E402
 
 pytestmark = pytest.mark.server
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"  # only ever loopback
-ERROR_TYPES = {"#DIV/0!": "Div0", "#N/A": "NotAvailable", "#NAME?": "Name", "#NULL!": "Null",
-               "#NUM!": "Num", "#REF!": "Ref", "#VALUE!": "Value"}
 
 
 def _free_port() -> int:
@@ -41,36 +39,48 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory):
+def start_serve(tmp_path_factory, *options, scheme="http", verify=True):
+    """`flopsheet serve` on a free loopback port; (process, client) once it answers."""
     port = _free_port()
     env = dict(os.environ, XLWINGS_LICENSE_KEY="noncommercial",
                XDG_CACHE_HOME=str(tmp_path_factory.mktemp("cache")))
     env.pop("XLWINGS_FUNCTIONS_NAMESPACE", None)
     log = tmp_path_factory.mktemp("log") / "serve.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "udfs", "serve", "--host", HOST, "--port", str(port)],
+        proc = subprocess.Popen([sys.executable, "-m", "udfs", "serve", "--host", HOST, "--port", str(port), *options],
                                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://{HOST}:{port}"
-    client = httpx.Client(base_url=base, timeout=30)
+    client = httpx.Client(base_url=f"{scheme}://{HOST}:{port}", timeout=30, verify=verify)
     deadline = time.monotonic() + 90
     while True:
         try:
             if client.get("/manifest").status_code == 200:
-                break
+                return proc, client
         except httpx.TransportError:
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
+            stop(proc)
             pytest.fail(f"flopsheet serve did not start:\n{log.read_text()}")
         time.sleep(0.3)
-    yield client
-    client.close()
+
+
+def stop(proc) -> None:
     proc.terminate()
     try:
-        proc.wait(10)
+        proc.wait(15)
     except subprocess.TimeoutExpired:
         proc.kill()
+        proc.wait(5)
+
+
+# Every test that uses the server runs against one process and against `--workers 2`.
+@pytest.fixture(scope="session", params=[1, 2], ids=["1-worker", "2-workers"])
+def server(request, tmp_path_factory):
+    workers = request.param
+    proc, client = start_serve(tmp_path_factory, "--workers", str(workers))
+    client.workers, client.proc = workers, proc
+    yield client
+    client.close()
+    stop(proc)
 
 
 @pytest.fixture(scope="session")
@@ -108,36 +118,6 @@ def as_excel(fn, scalar_args, enums: set[str]):
         else:
             out.append([[scalar_args[i]]])
     return out
-
-
-def expected_cells(result):
-    """The engine's answer as the server must send it (2-D, errors as Excel error objects)."""
-    if isinstance(result, Table):
-        return result.to_list()
-    if isinstance(result, list):
-        return result
-    return [[result]]
-
-
-def same(actual, expected) -> bool:
-    if isinstance(expected, list):
-        return (isinstance(actual, list) and len(actual) == len(expected)
-                and all(same(a, e) for a, e in zip(actual, expected)))
-    if isinstance(expected, str) and expected in ERROR_TYPES:
-        return actual == {"type": "Error", "errorType": ERROR_TYPES[expected]}
-    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
-        return same_number(actual, expected, rel=1e-12)
-    if expected is None:
-        return actual in ("", None)
-    return actual == expected
-
-
-def engine(fn, *args):
-    """(200, cells) or (400, message) from the engine itself."""
-    try:
-        return 200, expected_cells(registry.call_array(fn, *args))
-    except FlopsheetError as e:
-        return 400, str(e)
 
 
 def check(server, fn, excel_args, expected):
@@ -315,3 +295,84 @@ def test_an_error_cell_without_text_is_still_an_error(server):
     error = {"type": "Error", "errorType": "Div0"}  # Office.js may send only the error type
     r = server.post("/xlwings/custom-functions-call", json=payload("JOB_COST", [[[error]], [[10]]]))
     assert r.status_code == 400 and "#DIV/0!" in r.text
+
+
+def test_a_single_row_range_gives_a_row(server, fns):
+    """Office.js sends a 1xN range as [[a, b, c]]; xlwings flattens it to [a, b, c] before
+    the function sees it, which used to fail with "must be a number, got list"."""
+    fn = fns["JOB_COST"]
+    row = [[32.77, 10.0, 2.5]]
+    r = server.post("/xlwings/custom-functions-call", json=payload("JOB_COST", [row, [[10]]]))
+    assert r.status_code == 200, r.text
+    assert same(r.json()["result"], engine(fn, row, 10)[1]) and len(r.json()["result"][0]) == 3
+    names = [["H100", "A100"]]  # a row of text into a list argument: the same table as a column
+    by_row = server.post("/xlwings/custom-functions-call", json=payload("GPU_COMPARE", [names, None]))
+    by_column = server.post("/xlwings/custom-functions-call", json=payload("GPU_COMPARE", [[["H100"], ["A100"]], None]))
+    assert by_row.status_code == 200 and by_row.json() == by_column.json()
+
+
+def test_health_reports_the_versions(server, fns):
+    r = server.get("/health")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["status"] == "ok" and body["flopsheet"] == __version__
+    assert body["functions"] == len(fns) and body["xlwings"] == "0.37.8"
+
+
+def _worker_processes(pid: int) -> list[int]:
+    """Children of `pid` that are multiprocessing workers (uvicorn spawns its workers)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and b"spawn_main" in cmdline:
+            children.append(int(stat.parent.name))
+    return children
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts worker processes through /proc (Linux)")
+def test_workers_option_starts_that_many_processes(server):
+    assert len(_worker_processes(server.proc.pid)) == (server.workers if server.workers > 1 else 0)
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed (makes the test certificate)")
+def test_direct_tls_with_a_self_signed_certificate(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    proc, client = start_serve(tmp_path_factory, "--ssl-certfile", str(cert), "--ssl-keyfile", str(key),
+                               scheme="https", verify=ssl.create_default_context(cafile=str(cert)))
+    try:
+        assert client.get("/health").json()["flopsheet"] == __version__
+        r = client.post("/xlwings/custom-functions-call", json=payload("GPU_TOKENS_PER_SEC", [[["H100"]], [[14]], None, None]))
+        assert r.status_code == 200 and r.json()["result"] == [[pytest.approx(167.5)]]
+        plain = str(client.base_url).replace("https://", "http://")
+        with pytest.raises(httpx.HTTPError):  # no plain-HTTP answer on the TLS port
+            httpx.get(f"{plain}/health", timeout=10)
+    finally:
+        client.close()
+        stop(proc)
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--workers", "0"], "--workers must be 1 or more"),
+    (["--ssl-certfile", "cert.pem"], "give both --ssl-certfile and --ssl-keyfile"),
+    (["--ssl-certfile", "missing.pem", "--ssl-keyfile", "missing.key"], "no such file: missing.pem"),
+])
+def test_serve_refuses_options_that_cannot_work(options, message, tmp_path):
+    env = dict(os.environ, XLWINGS_LICENSE_KEY="noncommercial")
+    r = subprocess.run([sys.executable, "-m", "udfs", "serve", "--port", str(_free_port()), *options], cwd=tmp_path,
+                       env=dict(env, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and message in r.stderr
+
+
+def test_socketio_is_off_with_several_workers(server):
+    """socket.io sessions would be split between workers (no message queue): with several
+    workers it is switched off; Flopsheet's functions only use the HTTP call endpoint."""
+    r = server.get("/socket.io/", params={"EIO": "4", "transport": "polling"})
+    assert (r.status_code == 200) == (server.workers == 1), (server.workers, r.status_code)

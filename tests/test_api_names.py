@@ -45,11 +45,19 @@ def test_every_money_argument_says_usd(listing):
 
 
 def test_one_default_per_concept(listing):
+    """One value per concept; a blank default is allowed beside it where the function decides
+    (its help says how, after "blank:"), e.g. the engine's own KV format or the GPU count; and a
+    second default "where the function's help says why not" ("unlike ...")."""
     defaults: dict[str, set] = {}
-    for _, a in all_args(listing):
-        if a["optional"] and a["name"] != "part":         # `part` picks from each function's own parts
+    for fn, a in all_args(listing):
+        if a["optional"] and a["name"] != "part" and "unlike" not in a["help"]:   # `part`: each function's own
+            if a["default"] == "" and "blank" in a["help"].lower():
+                continue
             defaults.setdefault(a["name"], set()).add(json.dumps(a["default"]))
     assert {name: d for name, d in defaults.items() if len(d) > 1} == {}
+    explained = {(fn, a["name"]) for fn, a in all_args(listing) if "unlike" in a["help"]}
+    assert explained <= {(fn, n) for fn in ("DATACENTER_COST_PER_GPU_MONTH", "DATACENTER_COST_PER_GPU_HOUR")
+                         for n in ("pue", "cost_of_capital")}
     assert defaults["precision"] == {'"bf16"'} and defaults["kv_precision"] == {'"bf16"'}
 
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import udfs
-from udfs import arch, catalog, serving, training
+from udfs import arch, capacity, catalog, serving, training
 
 
 # ------------------------------------------------------------------ parameter counts
@@ -77,8 +77,8 @@ def test_more_batch_more_total_never_more_per_sequence(model, gpu, precision, ba
     m, g = catalog.model(model), catalog.gpu(gpu)
     if not (g.tensor_tflops(precision) or g.bf16_tflops or g.fp16_tflops):
         return
-    small = serving.decode_tokens_per_sec(m, g, precision, batch, context)
-    large = serving.decode_tokens_per_sec(m, g, precision, batch + extra, context)
+    small = batch / capacity.decode_step(m, g, precision, batch, context).total
+    large = (batch + extra) / capacity.decode_step(m, g, precision, batch + extra, context).total
     assert large > small
     assert large / (batch + extra) <= small / batch * (1 + 1e-12)
 

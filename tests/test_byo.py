@@ -8,7 +8,7 @@ from udfs import arch, catalog, registry
 from udfs.errors import FlopsheetError
 
 LLAMA3_8B_SPEC = registry.call("MODEL_DEFINE", 32, 4096, 32, 8, 14336, 128256)
-H100_SPEC = registry.call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3")
+H100_SPEC = registry.call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3", vendor="NVIDIA")
 
 
 def call(name, *args, **kw):
@@ -73,16 +73,28 @@ def test_bad_spec_text_in_a_model_argument_is_a_value_error():
 @pytest.mark.parametrize("fn,kw", [
     ("DECODE_TOKENS_PER_SEC", {"model": "Llama 3 8B"}), ("DECODE_TOKENS_PER_SEC", {"model": "Llama 3 70B", "precision": "fp8"}),
     ("PREFILL_TOKENS_PER_SEC", {"model": "Llama 3 8B"}), ("MAX_BATCH", {"model": "Llama 3 8B", "context": 4096}),
-    ("FITS", {"model": "Llama 3 70B"}),
+    ("FITS", {"model": "Llama 3 70B"}), ("TIME_TO_FIRST_TOKEN_MS", {"model": "Llama 3 8B"}),
+    ("SERVING_THROUGHPUT", {"model": "Llama 3 8B"}), ("SERVING_THROUGHPUT", {"model": "Llama 3 70B", "precision": "fp8"}),
 ])
 def test_gpu_define_with_h100_figures_gives_h100_answers(fn, kw):
     assert call(fn, gpu=H100_SPEC, **kw) == call(fn, gpu="H100", **kw)
 
 
+def test_gpu_define_vendor_sets_the_default_engine_as_for_catalog_gpus():
+    plain = call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3")
+    assert "vendor=NVIDIA" in H100_SPEC and "vendor" not in plain
+    for engine, gpu in (("vLLM", plain), ("TensorRT-LLM", H100_SPEC)):
+        assert call("SERVING_THROUGHPUT", "Llama 3 8B", gpu) == call("SERVING_THROUGHPUT", "Llama 3 8B", "H100",
+                                                                     engine=engine)
+
+
 def test_gpu_define_with_link_shards_like_the_h100():
-    spec = call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3", 700, "", 900)
+    spec = call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3", 700, "", 900, vendor="NVIDIA")
     for fn in ("DECODE_TOKENS_PER_SEC", "PREFILL_TOKENS_PER_SEC"):
         assert call(fn, "Llama 3 70B", spec, n_gpus=4) == call(fn, "Llama 3 70B", "H100", n_gpus=4)
+    traffic = {"requests_per_minute": 600, "prompt_tokens": 1000, "output_tokens": 300}
+    assert call("GPUS_FOR_TRAFFIC", "Llama 3 70B", spec, **traffic) == call("GPUS_FOR_TRAFFIC", "Llama 3 70B", "H100",
+                                                                            **traffic)
 
 
 def test_gpu_define_spec_reads_back_its_figures():

@@ -80,5 +80,5 @@ def test_specs_through_the_server(server):
     spec = call(server, "MODEL_DEFINE", 32, 4096, 32, 8, 14336, 128256)[0][0]
     assert spec == "model: 32L d4096 h32/kv8 ffn14336 v128256"
     assert call(server, "PARAM_COUNT", spec) == [[8030261248]]
-    gpu = call(server, "GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3")[0][0]
+    gpu = call(server, "GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3", "", "", "", "", "", "NVIDIA")[0][0]
     assert call(server, "DECODE_TOKENS_PER_SEC", spec, gpu) == call(server, "DECODE_TOKENS_PER_SEC", "Llama 3 8B", "H100")

@@ -15,7 +15,7 @@ import openpyxl
 import pytest
 
 import udfs
-from udfs import catalog, economics, lesson, picker, report_model, scenario
+from udfs import catalog, lesson, picker, report_model, scenario
 from udfs.cli import main as cli_main
 from udfs.reasons import Status
 from workbook_templates import report
@@ -55,7 +55,8 @@ def _engine_best(sc: scenario.Scenario):
     best = None
     for basis in sc.pricing:
         for opt in picker.rank(sc.kind, model, sc.precision, sc.objective, None, sc.deadline_days, sc.work,
-                               sc.batch, basis, sc.min_tokens_per_sec):
+                               sc.batch, basis, sc.min_tokens_per_sec, sc.prompt_tokens_per_request,
+                               sc.output_tokens_per_request or 256, sc.engine, sc.tiers):
             if names is not None and opt.gpu not in names:
                 continue
             if opt.status not in (Status.OK, Status.NO_PRICE):
@@ -64,17 +65,16 @@ def _engine_best(sc: scenario.Scenario):
             if basis == "cloud":
                 rate = sc.cloud_overrides.get(g.name) or (picker.cloud_rate(g) or (None,))[0]
             else:
-                price = sc.purchase_overrides.get(g.name, g.price_usd)
-                rate = udfs.call("OWNED_COST_PER_GPU_HOUR", price, o.lifetime_years, g.tdp_w or 0, o.pue,
-                                 o.usd_per_kwh, o.utilization, o.cost_of_capital, o.residual_fraction * price,
-                                 o.opex_per_gpu_year) if price else None
-                assert rate is None or math.isclose(rate, economics.owned_cost_per_gpu_hour(
-                    price, o.lifetime_years, g.tdp_w or 0, o.pue, o.usd_per_kwh, o.utilization, o.cost_of_capital,
-                    o.residual_fraction * price, o.opex_per_gpu_year), rel_tol=1e-9)
+                # owned: the data-centre month per GPU through the worksheet function, all-in system price
+                price = sc.purchase_overrides.get(g.name, g.system_price_usd)
+                month = udfs.call("DATACENTER_COST_PER_GPU_MONTH", price, (g.tdp_w or 0) * 10200 / 5600,
+                                  o.lifetime_years, o.cost_of_capital, o.residual_fraction * price, o.network_share,
+                                  o.usd_per_kw_month, o.pue, o.usd_per_kwh, o.opex_per_gpu_year) if price else None
+                rate = month / (730 * o.utilization) if price else None
             if rate is None:
                 continue
             if sc.serving:
-                cost = rate * opt.count * 730
+                cost = (rate * 730 if basis == "cloud" else month) * opt.count
             else:
                 cost = opt.days * opt.count * 24 * rate
             if sc.budget_usd and cost > sc.budget_usd:
@@ -104,8 +104,10 @@ def test_summary_matches_engine(built_reports, name):
         assert values["GPUs"] == count
         assert math.isclose(values["Output tokens/s provisioned"], lesson.tokens_per_sec_needed(
             sc.requests_per_minute, sc.output_tokens_per_request, sc.headroom))
-        assert math.isclose(values["$ per 1M output tokens"],
-                            economics.cost_per_1m_tokens(cost / 730, sc.traffic_tokens_per_sec), rel_tol=1e-9)
+        load = 1 / sc.peak_to_average if sc.daily_users else sc.ownership.utilization
+        produced = sc.requests_per_minute * sc.output_tokens_per_request * 60 * 730 * load
+        assert math.isclose(values["Output tokens produced a month"], produced, rel_tol=1e-9)
+        assert math.isclose(values["$ per 1M output tokens"], cost / produced * 1e6, rel_tol=1e-9)
     # values, not formulas, on the Summary; version and catalog date shown
     for row in ws.iter_rows():
         for c in row:
@@ -154,9 +156,13 @@ def test_charts_and_sensitivity(built_reports, name):
     got = {ws.cell(row=r, column=1).value for r in range(5, 11)}
     assert got == assigned
     charts = report.build(src.scenario, src)
-    assert len(charts["Charts"]._charts) == 3 and len(charts["Sensitivity"]._charts) == 1
-    line = [c for c in charts["Charts"]._charts if c.tagname == "lineChart"][0]
-    assert all(s.smooth is False for s in line.series)
+    # the own-vs-rent line chart is drawn for the recommended GPU when it has both prices; else a sentence says why
+    both = src.own_vs_rent and not src.own_vs_rent["missing"]
+    assert len(charts["Charts"]._charts) == (3 if both else 2) and len(charts["Sensitivity"]._charts) == 1
+    if not both:
+        assert "No break-even" in charts["Charts"]["A42"].value
+    for line in [c for c in charts["Charts"]._charts if c.tagname == "lineChart"]:
+        assert all(s.smooth is False for s in line.series)
 
 
 @pytest.mark.libreoffice
@@ -307,3 +313,131 @@ def test_price_override_is_used():
     opt = [o for o in picker.rank("train", catalog.model("Llama 2 7B"), "bf16", tokens_or_traffic=1e11,
                                   price_basis="cloud") if o.gpu == res.best.gpu][0]
     assert math.isclose(res.best.total_cost, opt.days * opt.count * 24 * 1.5, rel_tol=1e-9)
+
+
+# ---------------------------------------------------------------- one cost basis (issue 12)
+SERVE = """
+name = "serve"
+[workload]
+kind = "serve"
+model = "Llama 2 7B"
+precision = "fp16"
+requests_per_minute = 200
+output_tokens_per_request = 200
+[ownership]
+utilization = {u}
+"""
+
+
+def test_owned_monthly_cash_ignores_utilization_cost_per_token_does_not():
+    rows = {}
+    for u in (0.3, 0.9):
+        res = report_model.analyse(scenario.parse(SERVE.format(u=u)), sensitivity=False)
+        rows[u] = {(r.gpu, r.basis, r.count): r for r in res.rows if r.ok and r.basis == "owned"}
+    common = set(rows[0.3]) & set(rows[0.9])
+    assert common
+    for k in common:
+        low, high = rows[0.3][k], rows[0.9][k]
+        assert low.monthly_cost == high.monthly_cost and low.capex == high.capex
+        assert math.isclose(low.cost_per_1m * 0.3, high.cost_per_1m * 0.9, rel_tol=1e-9)   # tokens produced x3
+
+
+NOT_A_FIGURE = __import__("re").compile(r"\$-\d|(?<![\w$])-\$\d|\bnan\b|\binf\b", __import__("re").I)
+
+
+def _numbers(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _numbers(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _numbers(v)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield value
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_json_capex_breakeven_and_finite_numbers(built_reports, name, tmp_path, capsys):
+    src = ROOT / "examples" / f"{name}.toml"
+    assert cli_main(["report", str(src), "-o", str(tmp_path / "r.xlsx"), "--json"]) == 0
+    out = capsys.readouterr()
+    data = __import__("json").loads(out.out)              # stdout is the JSON object alone
+    assert "wrote" in out.err
+    assert all(math.isfinite(v) for v in _numbers(data))
+    assert all(v >= 0 for v in _numbers(data) if v is not None)
+    sc = scenario.load(src)
+    best = data["recommendation"]
+    for o in data["options"]:
+        assert o["basis"] in ("owned", "cloud") and {"gpu", "count", "capex_usd", "monthly_cost_usd",
+                                                      "breakeven_month"} <= set(o)
+        assert ("cost_per_1m_output_tokens_usd" in o) == sc.serving and ("total_cost_usd" in o) != sc.serving
+        card = catalog.gpu(o["gpu"]).price_usd
+        if o["basis"] == "owned" and o["capex_usd"] is not None and card:
+            assert o["capex_usd"] >= o["count"] * card
+        if o["basis"] == "cloud" and o["monthly_cost_usd"] is not None:
+            assert o["capex_usd"] == 0 and o["rented_gpu_hours"] > 0
+    # the workbook and the JSON: the same figures; the break-even is about the recommendation
+    ws = openpyxl.load_workbook(tmp_path / "r.xlsx")["Summary"]
+    values = _summary_values(ws)
+    assert values["Recommended GPU"] == best["gpu"] and values["GPUs"] == best["count"]
+    assert math.isclose(values["Capex ($, paid up front)"], best["capex_usd"], rel_tol=1e-12, abs_tol=1e-9)
+    key = "Cost per month ($)" if sc.serving else "Total cost ($)"
+    assert math.isclose(values[key], best["monthly_cost_usd" if sc.serving else "total_cost_usd"], rel_tol=1e-12)
+    text = data["breakeven"]
+    assert f"{best['count']:,} x {best['gpu']}" in text
+    cells = [c.value for row in ws.iter_rows() for c in row if isinstance(c.value, str)]
+    assert text in cells
+    res = report_model.analyse(sc, sensitivity=False)
+    assert (res.own_vs_rent["gpu"], res.own_vs_rent["count"]) == (best["gpu"], best["count"])
+    if best["breakeven_month"]:
+        assert f"month {best['breakeven_month']}" in text
+        assert values["Break-even month, own vs rent (recommended GPUs)"] == best["breakeven_month"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_inf_nan_or_negative_figure_in_the_workbook(built_reports, name):
+    wb = openpyxl.load_workbook(built_reports[name])
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if isinstance(c.value, (int, float)) and not isinstance(c.value, bool):
+                    assert math.isfinite(c.value) and c.value >= 0, f"{ws.title}!{c.coordinate}={c.value}"
+                if isinstance(c.value, str) and not c.value.startswith("="):     # text, not a formula
+                    assert not NOT_A_FIGURE.search(c.value), c.value
+
+
+def test_consumer_cards_left_out_of_reports_by_default():
+    sc = scenario.parse(SERVE.format(u=0.7))
+    res = report_model.analyse(sc, sensitivity=False)
+    assert catalog.gpu(res.best.gpu).tier == "datacenter"
+    geforce = [r for r in res.rows if catalog.gpu(r.gpu).tier == "consumer"]
+    assert geforce and all(r.reason.status is Status.NOT_LICENSED for r in geforce)
+    anyone = report_model.analyse(scenario.parse(SERVE.format(u=0.7) + "[candidates]\ntiers = 'any'\n"),
+                                  sensitivity=False)
+    assert any(r.ok for r in anyone.rows if catalog.gpu(r.gpu).tier == "consumer")
+    with pytest.raises(scenario.ScenarioError, match="candidates.tiers"):
+        scenario.parse(SERVE.format(u=0.7) + "[candidates]\ntiers = 'gaming'\n")
+
+
+def test_serve_70b_recommends_a_few_datacenter_gpus_with_a_count_checkable_by_hand(built_reports):
+    sc = scenario.load(ROOT / "examples" / "serve-70b.toml")
+    values = _summary_values(openpyxl.load_workbook(built_reports["serve-70b"])["Summary"])
+    gpu, count = values["Recommended GPU"], values["GPUs"]
+    assert catalog.gpu(gpu).tier == "datacenter" and count <= 16
+    per_copy, copies = values["GPUs per model copy (tensor parallel)"], values["Model copies"]
+    assert per_copy * copies == count
+    capacity, provisioned = values["Capacity (output tokens/s)"], values["Output tokens/s provisioned"]
+    assert capacity >= provisioned and values["Tokens/s per request"] >= sc.min_tokens_per_sec * (1 - 1e-9)
+    # the hand check: copies needed = provisioned / one copy's tokens/s, rounded up (then whole systems)
+    needed = math.ceil(provisioned / (capacity / copies) - 1e-9)
+    unit = catalog.gpu(gpu).system_gpus or 1
+    assert count == math.ceil(needed * per_copy / unit) * unit
+    sentence = next(v for v in values if isinstance(v, str) and v.startswith(f"Why {count:,} GPU"))
+    assert f"{provisioned:,.0f}" in sentence and f"{needed} cop" in sentence
+
+
+def test_owned_counts_are_whole_systems():
+    for o in picker.rank("serve", catalog.model("Llama 3 70B"), "bf16", "cost", None, None, 4000, None, "owned", 40,
+                         500, 200):
+        if o.ok:
+            assert o.count % (catalog.gpu(o.gpu).system_gpus or 1) == 0, o

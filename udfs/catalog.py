@@ -26,7 +26,8 @@ def _packaged(name: str) -> list[dict[str, str]]:
 
 def columns(name: str) -> dict[str, str]:
     """A table's columns (packaged header order) with their types ("float | None", "bool", ...)."""
-    types = {f.name: f.type for f in fields(TABLE_CLASSES[name])} if name in TABLE_CLASSES else {}
+    cls = _table_class(name)
+    types = {f.name: f.type for f in fields(cls)} if cls else {}
     header = next(csv.reader(io.StringIO(resources.files("udfs").joinpath("data", name).read_text(encoding="utf-8"))))
     return {c: types.get(c, "str") for c in header}
 
@@ -97,9 +98,18 @@ class Gpu:
     interconnect: str
     interconnect_gbs: float | None
     launch_year: int | None
-    price_usd: float | None
+    price_usd: float | None               # the card (or module), central figure
     price_as_of: str
     price_source: str
+    price_low_usd: float | None
+    price_high_usd: float | None
+    price_kind: str                       # list, street, reseller, analyst estimate, press, proxy
+    system_price_usd: float | None        # all-in per GPU: its share of a complete server
+    system_price_kind: str
+    system_price_as_of: str
+    system_price_source: str
+    system_gpus: int | None               # GPUs in the smallest system sold (HGX/UBB board 8, NVL72 rack 72)
+    lesson_price_usd: float | None        # the lesson's own figure, for its comparison table
     source: str
     as_of: str
     note: str
@@ -118,6 +128,9 @@ class Gpu:
         """A GPU-to-GPU link fast enough to shard a model across GPUs (see NVLINK_CLASS_GBS)."""
         return (self.interconnect_gbs or 0) >= NVLINK_CLASS_GBS
 
+
+# Tiers a deployment may draw on (GPU_RECOMMEND's `tiers`): one list, in the order a data centre prefers.
+TIERS = ("datacenter", "workstation", "consumer")
 
 # NVLink-class: GPU-to-GPU bandwidth (GB/s, bidirectional, as the catalog records it) at or above
 # NVLink 2 (V100, 300 GB/s); below it (PCIe, consumer bridges) tensor parallelism is impractical.
@@ -373,9 +386,17 @@ TABLE_FILES = tuple(n for n in private_catalog.TABLES if resources.files("udfs")
 _CACHED = (gpus, _gpu_index, cloud_prices, _instance_index, models, _model_index, rows_with_origin)
 
 
+def _table_class(name: str):
+    if name == "engines.csv":
+        from .engines import Engine        # engines.py builds on this module, so it is imported late
+        return Engine
+    return TABLE_CLASSES.get(name)
+
+
 def reload() -> None:
     """Forget loaded rows, so a changed private catalog (or FLOPSHEET_CATALOG) is read again."""
-    for function in _CACHED:
+    from . import engines
+    for function in (*_CACHED, engines.engines, engines._index):
         function.cache_clear()
 
 
@@ -412,14 +433,22 @@ def check_folder(folder: Path) -> tuple[list, list[str]]:
         if not complete:
             problems.append(_problem(origin, "params", "give params, or the shape (layers, hidden, heads, "
                                                        "kv_heads, ffn, vocab) to compute it from"))
-    for name in ("gpus.csv", "models.csv"):
+    problems += _engine_problems(merged.get("engines.csv", []))
+    for name in ("gpus.csv", "models.csv", "engines.csv"):
         index: NameIndex = NameIndex(name)
-        for row, origin in merged[name]:
+        for row, origin in merged.get(name, []):
             try:
                 index.add(row, row["name"], _split(row.get("aliases", "")))
             except ValueError as e:
                 problems.append(_problem(origin, "aliases", str(e)))
     return problems, summary
+
+
+def _engine_problems(rows) -> list:
+    """Private engine rows whose choices, fractions or formats do not read (engines.row_problems)."""
+    from .engines import row_problems
+    return [_problem(origin, column, message) for row, origin in rows if origin != private_catalog.PACKAGED
+            for column, message in row_problems(row)]
 
 
 def _problem(origin: str, column: str, message: str):

@@ -15,7 +15,7 @@ LIST_COLUMNS = {
     "gpus": ("name", "memory_gb", "bandwidth_tbs", "bf16_tflops", "fp8_tflops", "price_usd"),
     "models": ("name", "params", "active_params", "layers", "context_length"),
     "cloud": ("provider", "instance", "gpu", "pricing", "usd_per_hour", "usd_per_gpu_hour", "status"),
-    "engines": ("name",),
+    "engines": ("name", "multi_gpu", "memory_rule", "memory_fraction", "max_batch", "bandwidth_fraction_hbm"),
 }
 
 

@@ -11,7 +11,7 @@ import json
 import sys
 from importlib.metadata import entry_points
 
-from . import __version__, registry
+from . import __version__, numbers, registry
 from .errors import FlopsheetError
 from .table import Table
 
@@ -21,13 +21,12 @@ CORE_COMMANDS = ("calc", "functions")
 
 
 def parse_cli_value(text: str):
-    """Bare numbers are numbers, other words text, an empty string an omitted argument."""
+    """Numbers as people type them ("12000", "$12,000", "70%", "2T") are numbers, other words
+    text, an empty string an omitted argument."""
     if text == "":
         return None
-    try:
-        return float(text.replace("_", "")) if any(ch.isdigit() for ch in text) else text
-    except ValueError:
-        return text
+    number = numbers.try_parse(text)
+    return text if number is None else number
 
 
 def format_scalar(value) -> str:
@@ -91,7 +90,8 @@ def build_parser(front_ends: bool = True) -> argparse.ArgumentParser:
     calc.add_argument("name", help="function name, e.g. GPU_MEMORY")
     calc.add_argument("--json", action="store_true", help="print the result as JSON")
     # REMAINDER so that negative numbers ("-7e9") are arguments, not options
-    calc.add_argument("args", nargs=argparse.REMAINDER, help="arguments in order; \"\" omits one")
+    calc.add_argument("args", nargs=argparse.REMAINDER,
+                      help="arguments in order; \"\" omits one; numbers as typed: 12,000 $12,000 70%% 1.5k 2T")
     calc.set_defaults(run=cmd_calc)
 
     fns = sub.add_parser("functions", help="list every worksheet function with its arguments and help")

@@ -7,13 +7,9 @@ passed in is passed on; text in a number cell, NaN and infinities become clear e
 from __future__ import annotations
 
 import math
-import re
 
-from . import catalog, spec
+from . import catalog, numbers, spec
 from .errors import EXCEL_ERRORS, FlopsheetError, num_error, value_error
-
-_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "bn": 1e9, "t": 1e12}
-_COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?\d+)?)\s*(k|m|b|bn|t)?\s*$", re.I)
 
 
 def is_blank(value) -> bool:
@@ -25,22 +21,13 @@ def check_error_value(name: str, value) -> None:
         raise FlopsheetError(f"{name} is the error value {value.strip().upper()}", value.strip().upper())
 
 
-def _float(name: str, text: str) -> float | None:
-    try:
-        return float(text.replace(",", "").replace("_", "").strip())
-    except ValueError:
-        return None
-
-
 def to_number(name: str, value) -> float:
     if isinstance(value, bool):
         raise value_error(f"{name} must be a number, not {str(value).upper()}")
     if isinstance(value, (int, float)):
         number = float(value)
     elif isinstance(value, str):
-        number = _float(name, value)
-        if number is None:
-            raise value_error(f"{name} must be a number, got text {value!r}")
+        number = numbers.parse(name, value)         # $12,000, 70%, 1.5k, 2T: the one rule
     else:
         raise value_error(f"{name} must be a number, got {type(value).__name__}")
     if math.isnan(number) or math.isinf(number):
@@ -50,21 +37,15 @@ def to_number(name: str, value) -> float:
 
 def to_count(name: str, value) -> float:
     """A parameter or token count: 7e9, "7B", "1.5T", "350M", "2,000,000"."""
-    if isinstance(value, str):
-        m = _COUNT.match(value.replace(",", ""))
-        if m:
-            return float(m.group(1)) * _SUFFIX.get((m.group(2) or "").lower(), 1.0)
     return to_number(name, value)
 
 
 def is_number_text(text: str) -> bool:
-    """True when text reads as a plain number ("3.35", "2,000")."""
-    return _float("", text) is not None
+    """True when text writes a number under the one rule ("3.35", "2,000", "$5", "70%", "7B")."""
+    return numbers.try_parse(text) is not None
 
 
-def is_count(text: str) -> bool:
-    """True when text is a number or a count with a suffix ("7B", "1.5T", "2,000")."""
-    return bool(_COUNT.match(text.replace(",", ""))) or is_number_text(text)
+is_count = is_number_text       # counts are numbers: the rule already reads "7B", "1.5T"
 
 
 def _is_count(value) -> bool:

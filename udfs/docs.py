@@ -29,6 +29,23 @@ default. Give a range where a single number is expected and a numeric function r
 same-shaped range; a function whose result is a table spills it with a header row. A bad input
 gives an Excel error with a message (`#VALUE!`, `#NUM!`, `#N/A`), never a wrong number.
 Units are explained in [cost-model.md](cost-model.md#units).
+
+## Numbers as you type them
+
+Every numeric argument, in every front end (a cell holding text, the command line, a scenario
+file), reads numbers by one rule (`udfs/numbers.py`):
+
+| you type | it means | | you type | it means |
+|---|---|---|---|---|
+| `12000`, `12,000` | 12000 | | `1.5k`, `350M` | 1,500; 350,000,000 |
+| `$12,000`, `US$12,000` | 12000 (US dollars) | | `8B`, `8bn`, `2T` | 8e9; 2e12 |
+| `70%` | 0.7 (a percentage is a fraction) | | `7e9` | 7,000,000,000 |
+| `-5`, `-$5`, `(5)`, `($5)` | -5 | | ` 2 T `, `70 %` | spaces around are fine |
+
+Commas only group thousands in threes (`12,00` and `1,5` are refused: a decimal comma would be
+misread); `€`, `£` and other currencies are refused (amounts are US dollars: convert first);
+text around a number (`7B parameters`), a scale with `%` (`5%k`) or an exponent with a scale
+(`1e3k`) are refused. A refused value is `#VALUE!` with the rule in its message.
 """
 
 

@@ -92,19 +92,78 @@ def api_breakeven_tokens(self_host_usd_per_month: float, api_usd_per_1m_tokens: 
     return self_host_usd_per_month / api_usd_per_1m_tokens * 1e6
 
 
+# ---------------------------------------------------------------- owning like a data centre
+# Defaults of the data-centre model, each from a public source (table in docs/cost-model.md).
+DC_PUE = 1.58                  # Uptime Institute survey average, operators' largest sites (2023)
+USD_PER_KW_MONTH = 184.06      # CBRE North America Data Center Trends H2 2024: 250-500 kW asking rent
+NETWORK_SHARE = 0.10           # 'H100 Freakonomics' (2024-08): InfiniBand fabric ~$4.2k per GPU at 1-2k
+                               # GPUs against a $39.6k per-GPU server (NICs already in the server)
+DC_COST_OF_CAPITAL = 0.08      # an assumed corporate cost of capital (set your own)
+# Power of a whole server per GPU: NVIDIA DGX H100 draws up to 10.2 kW for 8 x 700 W GPUs (CPUs,
+# memory, NICs, fans), 1.82x the GPUs' TDP; colocation rents the committed (peak) kW.
+SYSTEM_POWER_FACTOR = 10_200 / (8 * 700)
+DC_PARTS = ("capital", "networking", "facility", "power", "opex")
+
+
+def system_power_w(gpu_tdp_w: float) -> float:
+    return gpu_tdp_w * SYSTEM_POWER_FACTOR
+
+
+def datacenter_month(hardware_cost_usd: float, power_w: float, lifetime_years: float = 3,
+                     cost_of_capital: float = DC_COST_OF_CAPITAL, residual_value_usd: float = 0.0,
+                     network_share: float = NETWORK_SHARE, usd_per_kw_month: float = USD_PER_KW_MONTH,
+                     pue: float = DC_PUE, usd_per_kwh: float = 0.12, opex_usd_per_year: float = 0.0) -> dict:
+    """Cash cost of one owned GPU per month, by line; the same whatever the GPU's utilization.
+
+    capital: the all-in system price (less the residual's present value) recovered at the cost of
+    capital; networking: the scale-out network (network_share x system price) recovered the same
+    way; facility: colocation rent for the system's kW (0 where you own the building); power: the
+    system's power x PUE x $/kWh for every hour; opex: support, staff and the rest."""
+    capital = annual_capital(hardware_cost_usd, lifetime_years, cost_of_capital, residual_value_usd) / 12
+    networking = annual_capital(hardware_cost_usd * network_share, lifetime_years, cost_of_capital) / 12
+    facility = usd_per_kw_month * power_w / 1000
+    power = power_w / 1000 * HOURS_PER_MONTH * pue * usd_per_kwh
+    parts = {"capital": capital, "networking": networking, "facility": facility, "power": power,
+             "opex": opex_usd_per_year / 12}
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def datacenter_cost_per_gpu_hour(hardware_cost_usd: float, power_w: float, utilization: float = 0.7,
+                                 **assumptions) -> float:
+    """The monthly cash of datacenter_month spread over the hours used (730 x utilization)."""
+    return datacenter_month(hardware_cost_usd, power_w, **assumptions)["total"] / (HOURS_PER_MONTH * utilization)
+
+
 @dataclass
 class Ownership:
-    """What owning a GPU assumes (the defaults are owned_cost_per_gpu_hour's); the picker uses
-    the defaults, a scenario file may set each."""
+    """What owning a GPU in a data centre assumes (datacenter_month's defaults); the picker uses the
+    defaults, a scenario file may set each. Prices are all-in system prices per GPU."""
     utilization: float = 0.7
     lifetime_years: float = 3.0
-    pue: float = 1.0
+    pue: float = DC_PUE
     usd_per_kwh: float = 0.12
-    cost_of_capital: float = 0.0
-    residual_fraction: float = 0.0         # share of the purchase price recovered at the end
+    cost_of_capital: float = DC_COST_OF_CAPITAL
+    residual_fraction: float = 0.0         # share of the system price recovered at the end
     opex_per_gpu_year: float = 0.0
+    network_share: float = NETWORK_SHARE
+    usd_per_kw_month: float = USD_PER_KW_MONTH   # 0 where you own the building
 
-    def cost_per_gpu_hour(self, price_usd: float, power_w: float) -> float:
-        return owned_cost_per_gpu_hour(price_usd, self.lifetime_years, power_w, self.pue, self.usd_per_kwh,
-                                       self.utilization, self.cost_of_capital, self.residual_fraction * price_usd,
-                                       self.opex_per_gpu_year)
+    def month(self, system_price_usd: float, gpu_tdp_w: float) -> dict:
+        """Monthly cash per GPU by line (see datacenter_month), the server's power at the GPU's TDP x
+        SYSTEM_POWER_FACTOR."""
+        return datacenter_month(system_price_usd, system_power_w(gpu_tdp_w), self.lifetime_years,
+                                self.cost_of_capital, self.residual_fraction * system_price_usd, self.network_share,
+                                self.usd_per_kw_month, self.pue, self.usd_per_kwh, self.opex_per_gpu_year)
+
+    def capex(self, system_price_usd: float) -> float:
+        """Capital outlay per GPU: the system and its share of the network."""
+        return system_price_usd * (1 + self.network_share)
+
+    def running_per_month(self, system_price_usd: float, gpu_tdp_w: float) -> float:
+        """Monthly cash besides the purchase: facility, power and opex."""
+        m = self.month(system_price_usd, gpu_tdp_w)
+        return m["facility"] + m["power"] + m["opex"]
+
+    def cost_per_gpu_hour(self, system_price_usd: float, gpu_tdp_w: float) -> float:
+        return self.month(system_price_usd, gpu_tdp_w)["total"] / (HOURS_PER_MONTH * self.utilization)

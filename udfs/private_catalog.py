@@ -31,7 +31,11 @@ TABLES = ("gpus.csv", "models.csv", "cloud.csv", "engines.csv")
 IDENTITY = {"cloud.csv": ("provider", "instance", "region", "pricing", "status", "price_date")}
 KEY_COLUMNS = {"cloud.csv": ("provider", "instance")}     # identity columns that may not be blank
 REQUIRED = {"gpus.csv": ("name", "memory_gb", "bandwidth_tbs"), "models.csv": ("name",),
-            "cloud.csv": ("provider", "instance", "gpu", "pricing", "status"), "engines.csv": ("name",)}
+            "cloud.csv": ("provider", "instance", "gpu", "pricing", "status"),
+            "engines.csv": ("name", "multi_gpu", "memory_rule", "memory_fraction", "activation_reserve_gib",
+                            "kv_reservation", "kv_precision", "precisions", "bandwidth_fraction_hbm",
+                            "bandwidth_fraction_gddr", "quantized_factor", "layer_overhead_us", "step_overhead_us",
+                            "matmul_fraction_16", "matmul_fraction_8", "matmul_fraction_4")}
 # What a blank cell of a new row means where blank would mislead (a modern decoder).
 NEW_ROW_DEFAULTS = {"models.csv": {"gated_mlp": "TRUE", "norm": "rmsnorm", "pos_embedding": "rope"}}
 _DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")

@@ -18,6 +18,8 @@ class Status(StrEnum):
     TOO_LITTLE_THROUGHPUT = "too_little_throughput"
     NO_PRICE = "no_price"
     OVER_BUDGET = "over_budget"
+    NOT_LICENSED = "not_licensed"            # GeForce card: the driver licence forbids data-centre use
+    TIER_EXCLUDED = "tier_excluded"          # a tier the `tiers` argument leaves out
 
 
 # (status, the figures given) -> text; a reason with figures no template names fails loudly
@@ -47,6 +49,13 @@ TEMPLATES: dict[tuple[Status, frozenset[str]], str] = {
     (Status.NO_PRICE, frozenset({"basis"})): "no {basis} price in the catalog",
     (Status.NO_PRICE, frozenset({"basis", "scenario"})): "no {basis} price in the catalog or the scenario",
     (Status.OVER_BUDGET, frozenset({"cost", "budget", "per"})): "over budget: ${cost:,.0f} > ${budget:,.0f} per {per}",
+    (Status.NOT_LICENSED, frozenset({"gpu", "include"})):
+        "left out: {gpu} is a GeForce card - NVIDIA's GeForce driver licence (section 2.1.3, 'No Datacenter "
+        "Deployment') does not allow data-centre use; PCIe only (no NVLink for tensor parallel) and no ECC memory "
+        "by default. Include it with tiers = \"{include}\"",
+    (Status.TIER_EXCLUDED, frozenset({"tier", "link_gbs", "include"})):
+        "left out: a {tier} card, built for a desk rather than a rack, PCIe only ({link_gbs:g} GB/s: no "
+        "NVLink-class link for tensor parallel). Include it with tiers = \"{include}\"",
 }
 
 

@@ -19,14 +19,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import catalog, coerce
+from . import catalog, coerce, engines
 from .errors import FlopsheetError, num_error, value_error
 
 REQUIRED = object()
 
 # The closed set of argument types: each has one coercer below (checked at import), and a
 # declaration naming any other type fails when its module is imported.
-ARG_TYPES = ("number", "integer", "count", "params", "text", "bool", "choice", "gpu", "model", "precision",
+ARG_TYPES = ("number", "integer", "count", "params", "text", "bool", "choice", "gpu", "model", "precision", "engine",
              "model_or_params", "gpu_or_tflops", "gpu_or_bandwidth", "gpu_or_capacity", "list")
 
 
@@ -178,6 +178,7 @@ _COERCERS: dict[str, Callable[[Arg, Any], Any]] = {
     "gpu": lambda a, v: coerce.to_gpu(a.name, v),
     "model": lambda a, v: coerce.to_model(a.name, v),
     "precision": lambda a, v: catalog.precision_row(coerce.to_text(a.name, v)),
+    "engine": lambda a, v: engines.engine(coerce.to_text(a.name, v)),
     "model_or_params": _model_or_params,
     "gpu_or_tflops": lambda a, v: _gpu_or_figure(a, v, None),
     "gpu_or_bandwidth": lambda a, v: _gpu_or_figure(a, v, "bandwidth_tbs", "memory bandwidth"),

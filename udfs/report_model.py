@@ -10,10 +10,10 @@ import math
 from dataclasses import dataclass, field, replace
 
 from . import calibration as cal
-from . import catalog, economics, picker
+from . import catalog, picker
 from .economics import HOURS_PER_MONTH
 from .scenario import Scenario
-from .sweep import Row, options, purchase_price, scenario_rate, sort_rows
+from .sweep import Row, breakeven_month, money, options, owned_count, purchase_price, sort_rows
 
 SWING = 0.25
 
@@ -65,11 +65,13 @@ def _unit(sc) -> str:
 def _why_best(sc: Scenario, r: Row, n_ok: int) -> str:
     what = "cheapest" if sc.objective == "cost" else "fastest"
     head = f"The {what} of {n_ok} options that meet every constraint"
+    outlay = (f" Capex ${r.capex:,.0f} up front." if r.basis == "owned"
+              else f" No capex: {r.rented_hours:,.0f} GPU-hours rented{' a month' if sc.serving else ''}.")
     if sc.serving:
         return (f"{head}: ${r.total_cost:,.0f} {_unit(sc)}, ${r.cost_per_1m:,.3f} per 1M output tokens, "
                 f"{r.per_request_tps:,.1f} tokens/s per request ({r.seconds_per_request:,.1f} s for "
-                f"{sc.output_tokens_per_request:g} tokens).")
-    return f"{head}: ${r.total_cost:,.0f} {_unit(sc)} in {r.days:,.1f} days on {r.count:,} GPUs."
+                f"{sc.output_tokens_per_request:g} tokens).{outlay}")
+    return f"{head}: ${r.total_cost:,.0f} {_unit(sc)} in {r.days:,.1f} days on {r.count:,} GPUs.{outlay}"
 
 
 def _why_runner(sc: Scenario, r: Row, best: Row) -> str:
@@ -108,7 +110,9 @@ def sensitivity_table(sc: Scenario, best: Row) -> list[dict]:
     add("Utilization (owned GPUs)", "", o.utilization, o.utilization * low_f, util_hi,
         _cost_of(replace(sc, ownership=replace(o, utilization=o.utilization * low_f)), best),
         _cost_of(replace(sc, ownership=replace(o, utilization=util_hi)), best),
-        "capped at 100%" if util_hi < o.utilization * high_f else "")
+        ("changes the tokens produced, so $ per 1M tokens, not the monthly cash" if sc.serving and not sc.daily_users
+         else "does not change the monthly cash" if sc.serving else "")
+        + ("; capped at 100%" if util_hi < o.utilization * high_f else ""))
     add("GPU price ($/GPU-h rented, purchase price owned)", "x", 1.0, low_f, high_f,
         _cost_of(sc, best, price_scale=low_f), _cost_of(sc, best, price_scale=high_f), "")
     add("Electricity ($/kWh)", "$/kWh", o.usd_per_kwh, o.usd_per_kwh * low_f, o.usd_per_kwh * high_f,
@@ -136,33 +140,123 @@ def sensitivity_table(sc: Scenario, best: Row) -> list[dict]:
 
 
 def own_vs_rent(sc: Scenario, rows: list[Row], best: Row) -> dict | None:
-    """Cumulative cash by month for the recommendation's GPU and count, bought or rented for the
-    hours used (730 x utilization a month). Owning: the purchase at month 0, then power x PUE and
-    opex each month, the residual value back at the end of the lifetime (financing not shown)."""
-    pick = None
-    for r in [best] + [r for r in rows if r.ok]:
-        g = catalog.gpu(r.gpu)
-        if scenario_rate(sc, g, "cloud") and purchase_price(sc, g):
-            pick = r
-            break
-    if pick is None:
-        return None
-    g = catalog.gpu(pick.gpu)
-    o = sc.ownership
-    n = pick.count
-    rent_rate = scenario_rate(sc, g, "cloud")[0]
-    price = purchase_price(sc, g)
-    used = HOURS_PER_MONTH * o.utilization
-    running = economics.annual_running(g.tdp_w or 0, o.pue, o.usd_per_kwh, o.opex_per_gpu_year) / 12
+    """Cumulative cash by month for the recommended GPU and count, bought or rented at its cheapest
+    cloud rate: owning pays the capex (systems + network) at month 0, then facility, power and opex
+    each month, and gets the residual back at the end of the lifetime (financing not shown); renting
+    pays the rate for 730 h a month per GPU serving, for the busy hours (730 x utilization) training.
+    The same money (sweep.money) as every row; None when the GPU lacks a price on either side."""
+    g = catalog.gpu(best.gpu)
+    own, rent = money(sc, g, "owned"), money(sc, g, "cloud")
+    if own is None or rent is None:
+        return {"gpu": g.name, "count": best.count, "missing": "cloud" if rent is None else "owned"}
+    o, n, bought = sc.ownership, best.count, owned_count(sc, g, best.count)
+    used = HOURS_PER_MONTH * (1 if sc.serving else o.utilization)
     months = max(1, round(o.lifetime_years * 12))
-    own, rent = [], []
-    for m in range(months + 1):
-        cash = n * (price + running * m)
-        if m == months:
-            cash -= n * price * o.residual_fraction
-        own.append(cash)
-        rent.append(n * rent_rate * used * m)
-    crossover = next((m for m in range(months + 1) if own[m] <= rent[m] and m > 0), None)
-    return {"gpu": g.name, "count": n, "rent_rate": rent_rate, "price": price, "used_hours_per_month": used,
-            "running_per_month": running, "months": list(range(months + 1)), "own": own, "rent": rent,
-            "crossover_month": crossover}
+    residual = bought * purchase_price(sc, g) * o.residual_fraction
+    own_cash = [bought * (own.capex + own.running * m) - (residual if m == months else 0) for m in range(months + 1)]
+    rent_cash = [n * rent.rate * used * m for m in range(months + 1)]
+    return {"gpu": g.name, "count": n, "bought": bought, "rent_rate": rent.rate, "capex": bought * own.capex,
+            "used_hours_per_month": used, "running_per_month": bought * own.running, "months": list(range(months + 1)),
+            "own": own_cash, "rent": rent_cash, "crossover_month": breakeven_month(sc, g, n), "missing": None}
+
+
+# ---------------------------------------------------------------- sentences and the JSON summary
+def breakeven_sentence(res: Result) -> str:
+    """The break-even statement, about the recommended option only (the figures of own_vs_rent)."""
+    best, ovr, sc = res.best, res.own_vs_rent, res.scenario
+    if best is None or ovr is None:
+        return ""
+    what = f"{best.count:,} x {best.gpu}"
+    if ovr["missing"]:
+        return (f"No break-even for {what}: the catalog has no {ovr['missing']} price for it"
+                + (" (add one under [prices] in the scenario)." if ovr["missing"] == "owned" else "."))
+    hours = "730 h a month each" if sc.serving else f"{ovr['used_hours_per_month']:,.0f} busy hours a month each"
+    life = f"{sc.ownership.lifetime_years:g}-year lifetime"
+    if best.basis == "owned":
+        head = (f"Buying {what} (capex ${ovr['capex']:,.0f}) instead of renting them at ${ovr['rent_rate']:,.2f}/GPU-h "
+                f"for {hours}")
+        tail = (f"pays back in month {ovr['crossover_month']}" if ovr["crossover_month"]
+                else f"does not pay back within the {life}")
+    else:
+        them = "them" if ovr["bought"] == best.count else f"{ovr['bought']:,} (whole systems)"
+        head = (f"Renting {what} at ${ovr['rent_rate']:,.2f}/GPU-h for {hours}; buying {them} instead (capex "
+                f"${ovr['capex']:,.0f})")
+        tail = (f"would pay back in month {ovr['crossover_month']}" if ovr["crossover_month"]
+                else f"would not pay back within the {life}")
+    return f"{head} {tail}."
+
+
+def count_sentence(sc: Scenario, r: Row | None) -> str:
+    """How the recommended serving count follows from the figures in the report (checkable by hand)."""
+    if r is None or not sc.serving or not r.gpus_per_copy or not r.capacity_tps:
+        return ""
+    copies = r.count // r.gpus_per_copy
+    per_copy = r.capacity_tps / copies
+    needed = sc.traffic_tokens_per_sec
+    copies_needed = max(1, math.ceil(needed / per_copy - 1e-9))
+    head = (f"Why {r.count:,} GPU{'s' if r.count > 1 else ''}: {needed:,.0f} output tokens/s to provision ({sc.requests_per_minute:,.0f} "
+            f"requests/min x {sc.output_tokens_per_request:g} tokens / 60 x (1 + {sc.headroom:.0%} headroom)). One "
+            f"copy of the model runs on {r.gpus_per_copy} GPU{'s' if r.gpus_per_copy > 1 else ''} at "
+            f"{r.batch or 'its'} concurrent requests and makes {per_copy:,.0f} tokens/s, {r.per_request_tps:,.1f} per "
+            f"request")
+    if sc.p95_latency_s:
+        head += f" (>= {sc.min_tokens_per_sec:,.1f} needed for {sc.output_tokens_per_request:g} tokens in " \
+                f"{sc.p95_latency_s:g} s)"
+    head += (f". {needed:,.0f} / {per_copy:,.0f} = {needed / per_copy:,.2f}, so {copies_needed} "
+             f"cop{'ies' if copies_needed > 1 else 'y'} x {r.gpus_per_copy} = {copies_needed * r.gpus_per_copy} "
+             f"GPU{'s' if copies_needed * r.gpus_per_copy > 1 else ''}")
+    if r.purchase_unit and copies_needed * r.gpus_per_copy != r.count:
+        head += (f"; bought as whole {r.purchase_unit}-GPU systems: {r.count:,} GPUs ({copies} copies, "
+                 f"{r.capacity_tps:,.0f} tokens/s)")
+    elif copies_needed != copies:
+        head += f"; {r.count:,} GPUs as set in the scenario ({copies} copies, {r.capacity_tps:,.0f} tokens/s)"
+    return head + "."
+
+
+def _finite(v):
+    """A JSON number: finite or null (json.dumps(allow_nan=False) then never fails on a figure)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def option_json(sc: Scenario, r: Row) -> dict:
+    out = {"gpu": r.gpu, "count": r.count, "basis": r.basis, "rank": r.rank, "ok": r.ok,
+           "reason": r.reason.text() if (r.reason and not r.reason.ok) else None,
+           "status": (r.reason.status.value if r.reason else "ok"),
+           "capex_usd": r.capex, "monthly_cost_usd": r.monthly_cost, "usd_per_gpu_hour": r.rate,
+           "price_basis": r.rate_note, "breakeven_month": r.breakeven_month,
+           "rented_gpu_hours": r.rented_hours,
+           "monthly_cost_lines_usd": r.lines}
+    if sc.serving:
+        out.update(cost_per_1m_output_tokens_usd=r.cost_per_1m, capacity_output_tokens_per_sec=r.capacity_tps,
+                   gpus_per_copy=r.gpus_per_copy, batch=r.batch, gpus_per_system=r.purchase_unit,
+                   tokens_per_sec_per_request=r.per_request_tps, seconds_per_request=r.seconds_per_request)
+    else:
+        out.update(total_cost_usd=r.total_cost, days=r.days, gpu_hours=r.gpu_hours)
+    return {k: ({a: _finite(b) for a, b in v.items()} if isinstance(v, dict) else _finite(v)) for k, v in out.items()}
+
+
+def as_json(res: Result) -> dict:
+    """The machine-readable summary `flopsheet report --json` prints: the same rows as the workbook."""
+    sc = res.scenario
+    o = sc.ownership
+    return {
+        "scenario": sc.name, "workload": sc.kind, "model": sc.model_label, "precision": sc.precision,
+        "catalog_date": catalog.catalog_date(),
+        "recommendation": option_json(sc, res.best) if res.best else None,
+        "runners_up": [option_json(sc, r) for r in res.runners_up],
+        "breakeven": breakeven_sentence(res) or None,
+        "count_explanation": count_sentence(sc, res.best) or None,
+        "serving": {"requests_per_minute": sc.requests_per_minute,
+                    "output_tokens_per_request": sc.output_tokens_per_request,
+                    "provisioned_output_tokens_per_sec": sc.traffic_tokens_per_sec,
+                    "output_tokens_per_month": sc.tokens_per_month,
+                    "p95_latency_s": sc.p95_latency_s} if sc.serving else None,
+        "ownership": {"utilization": o.utilization, "lifetime_years": o.lifetime_years, "pue": o.pue,
+                      "usd_per_kwh": o.usd_per_kwh, "cost_of_capital": o.cost_of_capital,
+                      "residual_fraction": o.residual_fraction, "opex_usd_per_gpu_year": o.opex_per_gpu_year,
+                      "network_share": o.network_share, "usd_per_kw_month": o.usd_per_kw_month},
+        "tiers": list(sc.tiers),
+        "options": [option_json(sc, r) for r in res.rows],
+    }

@@ -12,19 +12,19 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import NamedTuple
 
-from . import catalog, lesson
+from . import catalog, engines, lesson, numbers
 from .economics import Ownership
 from .errors import FlopsheetError
-from .picker import DEFAULT_DEADLINE_DAYS, OBJECTIVES, WORKLOADS
+from .picker import DEFAULT_DEADLINE_DAYS, OBJECTIVES, WORKLOADS, parse_tiers
 
 BASES = ("cloud", "owned")
 
 TOP_FIELDS = {"name", "description", "workload", "constraints", "candidates", "prices", "ownership"}
 WORKLOAD_FIELDS = {"kind", "model", "params", "precision", "tokens", "requests_per_minute", "daily_users",
                    "requests_per_user_per_day", "peak_to_average", "output_tokens_per_request", "headroom",
-                   "batch"}
+                   "batch", "prompt_tokens_per_request", "engine"}
 CONSTRAINT_FIELDS = {"deadline_days", "p95_latency_s", "budget_usd", "objective"}
-CANDIDATE_FIELDS = {"gpus", "counts", "pricing"}
+CANDIDATE_FIELDS = {"gpus", "counts", "pricing", "tiers"}
 PRICE_FIELDS = {"usd_per_gpu_hour", "purchase_usd"}
 OWNERSHIP_FIELDS = {f.name for f in fields(Ownership)}
 
@@ -53,7 +53,9 @@ class Scenario:
     requests_per_minute: float | None = None
     output_tokens_per_request: float | None = None
     headroom: float = 0.2
-    batch: float = 1
+    batch: int | None = None           # serving: an override; None = the largest that fits and meets the target
+    prompt_tokens_per_request: float = 1024
+    engine: str = ""                   # serving engine; blank = the GPU's default (engines.DEFAULT_ENGINE_TEXT)
     daily_users: float | None = None
     requests_per_user_per_day: float | None = None
     peak_to_average: float | None = None
@@ -64,6 +66,7 @@ class Scenario:
     gpus: list[str] | None = None      # None: every catalog GPU
     counts: list[int] | None = None    # None: the picker's count ("auto")
     pricing: tuple[str, ...] = BASES
+    tiers: tuple[str, ...] = ("datacenter",)   # GPU tiers the deployment may use (picker.parse_tiers)
     cloud_overrides: dict[str, float] = field(default_factory=dict)     # GPU name -> $/GPU-hour
     purchase_overrides: dict[str, float] = field(default_factory=dict)  # GPU name -> $ per GPU
     ownership: Ownership = field(default_factory=Ownership)
@@ -80,6 +83,20 @@ class Scenario:
             return None
         return lesson.tokens_per_sec_needed(self.requests_per_minute, self.output_tokens_per_request,
                                             self.headroom)
+
+    @property
+    def average_load(self) -> float:
+        """Average traffic as a share of the peak the GPUs are sized for: 1 / peak_to_average where
+        daily users are given, else the ownership utilization (the share of the hours busy)."""
+        return 1 / self.peak_to_average if self.daily_users else self.ownership.utilization
+
+    @property
+    def tokens_per_month(self) -> float | None:
+        """Output tokens actually produced in a month (730 h): the peak rate (no headroom) x the
+        average load. Cost per 1M tokens divides by this."""
+        if not self.serving:
+            return None
+        return self.requests_per_minute * self.output_tokens_per_request * 60 * 730 * self.average_load
 
     @property
     def min_tokens_per_sec(self) -> float:
@@ -105,8 +122,15 @@ class Scenario:
             rows += [("Requests per minute (peak)", self.requests_per_minute, ""),
                      ("Output tokens per request", self.output_tokens_per_request, ""),
                      Input("Burst headroom", self.headroom, share=True),
+                     ("Prompt tokens per request", self.prompt_tokens_per_request, ""),
                      ("Output tokens/s provisioned", self.traffic_tokens_per_sec, "requests/min / 60 x tokens x (1 + headroom)"),
-                     ("Concurrent requests per copy (batch)", self.batch, "")]
+                     ("Inference engine", self.engine or engines.DEFAULT_ENGINE_TEXT, ""),
+                     ("Concurrent requests per copy (batch)", self.batch or "auto",
+                      "" if self.batch else "largest the KV cache holds and the latency target allows"),
+                     Input("Average traffic as a share of the peak", self.average_load,
+                           "1 / peak-to-average" if self.daily_users else "the utilization below", share=True),
+                     ("Output tokens produced a month", self.tokens_per_month,
+                      "requests/min x tokens x 60 x 730 h x average share; cost per 1M tokens divides by this")]
             if self.p95_latency_s:
                 rows += [("p95 latency target (s)", self.p95_latency_s, ""),
                          ("Speed needed per request (tokens/s)", self.min_tokens_per_sec, "tokens / latency")]
@@ -119,7 +143,8 @@ class Scenario:
                  ("Candidate GPUs", "all" if self.gpus is None else ", ".join(self.gpus), ""),
                  ("GPU counts", "auto (fewest that meet the constraints)" if self.counts is None
                   else ", ".join(str(c) for c in self.counts), ""),
-                 ("Pricing", ", ".join(self.pricing), "")]
+                 ("Pricing", ", ".join(self.pricing), ""),
+                 ("GPU tiers", ", ".join(self.tiers), "others are sized but left out, with the reason")]
         for g, v in self.cloud_overrides.items():
             rows.append((f"Negotiated rate {g} ($/GPU-h)", v, "price override"))
         for g, v in self.purchase_overrides.items():
@@ -129,7 +154,9 @@ class Scenario:
                  ("PUE", o.pue, ""), ("Electricity ($/kWh)", o.usd_per_kwh, ""),
                  Input("Cost of capital", o.cost_of_capital, share=True),
                  Input("Residual value (share of price)", o.residual_fraction, share=True),
-                 ("Opex per GPU-year ($)", o.opex_per_gpu_year, "")]
+                 ("Opex per GPU-year ($)", o.opex_per_gpu_year, ""),
+                 Input("Scale-out network (share of system price)", o.network_share, share=True),
+                 ("Colocation ($ per kW-month)", o.usd_per_kw_month, "0 = you own the building")]
         return [Input(*r) for r in rows]
 
 
@@ -167,8 +194,11 @@ def _number(table: dict, key: str, where: str, *, required=False, default=None, 
             raise ScenarioError(f"{name}: missing; it is required" + _range_text(low, high, low_open))
         return default
     v = table[key]
+    if isinstance(v, str) and numbers.try_parse(v) is not None:
+        v = numbers.try_parse(v)                   # "$12,000", "70%", "2T": the one rule for typed numbers
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ScenarioError(f"{name}: must be a number{_range_text(low, high, low_open)}, got {_type_name(v)} {v!r}")
+        raise ScenarioError(f"{name}: must be a number{_range_text(low, high, low_open)}, got {_type_name(v)} {v!r}"
+                            + (f" ({numbers.RULE})" if isinstance(v, str) else ""))
     v = float(v)
     if not math.isfinite(v):
         raise ScenarioError(f"{name}: must be a finite number, got {v!r}")
@@ -273,7 +303,7 @@ def from_dict(data: dict, source: str = "") -> Scenario:
                   objective=_choice(c, "objective", "constraints", OBJECTIVES, default="cost"))
 
     serve_only = {"requests_per_minute", "daily_users", "requests_per_user_per_day", "peak_to_average",
-                  "output_tokens_per_request", "headroom", "batch"}
+                  "output_tokens_per_request", "headroom", "batch", "prompt_tokens_per_request", "engine"}
     if kind == "serve":
         if "tokens" in w:
             raise ScenarioError("workload.tokens: only for training workloads; for kind = \"serve\" give "
@@ -318,6 +348,14 @@ def from_dict(data: dict, source: str = "") -> Scenario:
         raise ScenarioError(f"candidates.pricing: {k.get('pricing')!r} is not allowed; allowed values: a list of "
                             f"{', '.join(BASES)}")
     sc.pricing = tuple(b for b in BASES if b in pricing)
+    tiers = k.get("tiers", "datacenter")
+    try:
+        if not isinstance(tiers, (str, list)) or isinstance(tiers, list) and not all(isinstance(t, str) for t in tiers):
+            raise FlopsheetError("")
+        sc.tiers = parse_tiers(",".join(tiers) if isinstance(tiers, list) else tiers)
+    except FlopsheetError:
+        raise ScenarioError(f"candidates.tiers: {tiers!r} is not allowed; allowed values: \"datacenter\" (default), "
+                            f"\"datacenter,workstation\", \"any\" or a list of {', '.join(catalog.TIERS)}") from None
 
     prices = data.get("prices", {})
     if not isinstance(prices, dict):
@@ -341,7 +379,8 @@ def from_dict(data: dict, source: str = "") -> Scenario:
     o = _table(data, "ownership", OWNERSHIP_FIELDS)
     limits = {"utilization": dict(low=0, low_open=True, high=1), "lifetime_years": dict(low=0, low_open=True, high=30),
               "pue": dict(low=1, high=5), "usd_per_kwh": dict(low=0, high=10), "cost_of_capital": dict(low=0, high=1),
-              "residual_fraction": dict(low=0, high=1), "opex_per_gpu_year": dict(low=0, high=1e7)}
+              "residual_fraction": dict(low=0, high=1), "opex_per_gpu_year": dict(low=0, high=1e7),
+              "network_share": dict(low=0, high=1), "usd_per_kw_month": dict(low=0, high=10_000)}
     defaults = Ownership()
     sc.ownership = Ownership(**{k: _number(o, k, "ownership", default=getattr(defaults, k), **lim)
                                 for k, lim in limits.items()})
@@ -391,4 +430,12 @@ def _serving(w: dict, sc: Scenario):
     sc.output_tokens_per_request = _number(w, "output_tokens_per_request", "workload", required=True, low=0,
                                            low_open=True, high=1e6)
     sc.headroom = _number(w, "headroom", "workload", default=0.2, low=0, high=10)
-    sc.batch = _number(w, "batch", "workload", default=16, low=1, high=4096, integer=True)
+    sc.batch = _number(w, "batch", "workload", default=None, low=1, high=4096, integer=True)
+    sc.prompt_tokens_per_request = _number(w, "prompt_tokens_per_request", "workload", default=1024, low=1,
+                                           high=1e7)
+    engine = _text(w, "engine", "workload.")
+    if engine:
+        try:
+            sc.engine = engines.engine(engine).name
+        except FlopsheetError as e:
+            raise ScenarioError(f"workload.engine: {e.message}") from None

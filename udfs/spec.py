@@ -3,7 +3,7 @@ which every `model` and `gpu` argument accepts.
 
     model: 32L d4096 h32/kv8 ffn14336 v128256
     model: 48L d2048 h32/kv4 hd128 ffn6144 v151936 experts128/top8 moe_ffn768 qk_norm name="Qwen3 30B-A3B"
-    gpu: 80GB 3.35TB/s bf16=989.5 fp8=1979 HBM3 700W $30000 link900 name="H100"
+    gpu: 80GB 3.35TB/s bf16=989.5 fp8=1979 HBM3 700W $30000 link900 vendor=NVIDIA name="H100"
 
 A spec is a list of tokens (any order; `name=` may be quoted). Parsing gives the same row
 dict a catalog CSV line gives, so a spec is built into a catalog `Model`/`Gpu` the way the
@@ -231,6 +231,7 @@ GPU_TOKENS = (
     _tok(r"\$" + _NUM, ["price_usd"], float, _when(_has("price_usd"), lambda r: f"${fmt_number(r['price_usd'])}")),
     _tok(r"link" + _NUM, ["interconnect_gbs"], float,
          _when(_has("interconnect_gbs"), lambda r: f"link{fmt_number(r['interconnect_gbs'])}")),
+    _tok(r"vendor=([\w.\-]+)", ["vendor"], str, _when(_has("vendor"), lambda r: f"vendor={r['vendor']}")),
 )
 REQUIRED_GPU = ("memory_gb", "bandwidth_tbs")
 EXAMPLES = {"model": "model: 32L d4096 h32/kv8 ffn14336 v128256",

@@ -4,12 +4,13 @@ purchase prices, utilization, lifetime, power, financing) and ranked. Each row's
 reasons.Reason (decided on its status, never on its text). report_model.py builds the
 recommendation, the sensitivity analysis and own-vs-rent on top.
 
-Pricing: the picker sizes each option and prices it at catalog rates; its cost is linear in the
-$/GPU-hour, so an option is re-priced at the scenario's rate: training cost = GPU-hours x rate
-(GPU-hours = days x count x 24), serving cost per 1M output tokens = rate x GPUs / provisioned
-tokens/s (economics.cost_per_1m_tokens, as the picker), serving cost per month = rate x GPUs x 730 h.
-Rates come from the same functions as the picker's (catalog.cheapest_cloud_price, picker.owned_rate)
-with the scenario's overrides and Ownership assumptions.
+Pricing: the picker sizes each option (at catalog rates); the sweep prices it at the scenario's.
+Rented: $/GPU-hour x the GPU-hours rented (the job's GPU-hours training; every GPU for 730 h a month
+serving). Owned: the data-centre month of economics.Ownership (capital recovery of the all-in system
+price, network, colocation, power, opex) - cash, the same whatever the utilization; a training job
+bears GPU-hours x that month / (730 h x utilization). Serving cost per 1M output tokens = the
+monthly cost / the tokens produced a month (Scenario.tokens_per_month). Capex and the month owning
+breaks even against renting the same GPU are on every row.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from . import catalog, economics, picker
+from . import catalog, picker
 from .economics import HOURS_PER_MONTH
 from .reasons import Reason, Status
 from .scenario import Scenario
@@ -39,7 +40,15 @@ class Row:
     rate: float | None = None                # $/GPU-hour used
     rate_note: str = ""
     total_cost: float | None = None          # $ per job (training) or $ per month (serving)
-    cost_per_1m: float | None = None         # serving
+    cost_per_1m: float | None = None         # serving: monthly cost / output tokens produced
+    monthly_cost: float | None = None        # cash a month: owned = the GPUs' data-centre month; cloud = rent
+    capex: float | None = None               # owned: systems + network, paid up front; cloud: 0
+    rented_hours: float | None = None        # cloud: GPU-hours rented (a month serving, the job training)
+    lines: dict | None = None                # owned: the monthly cash by line, all GPUs
+    breakeven_month: int | None = None       # owning vs renting this GPU and count (None: not within the life)
+    gpus_per_copy: int | None = None         # serving: the tensor-parallel group of one model copy
+    batch: int | None = None                 # serving: sequences each copy runs at once
+    purchase_unit: int | None = None         # owned: GPUs per system, where the count was rounded up to whole ones
     rank: int | None = None
 
     @property
@@ -60,8 +69,57 @@ class Row:
 
 # ---------------------------------------------------------------- prices
 def purchase_price(sc: Scenario, gpu: catalog.Gpu, price_scale: float = 1.0) -> float | None:
-    price = sc.purchase_overrides.get(gpu.name, gpu.price_usd)
+    """All-in price per GPU (its share of a server): the scenario's quote, else the catalog's."""
+    price = sc.purchase_overrides.get(gpu.name, gpu.system_price_usd)
     return price * price_scale if price else None
+
+
+@dataclass
+class Money:
+    """One GPU's money under one basis: $/GPU-hour (rent, or owned cost per used hour), cash a
+    month per GPU (rent for 730 h, or the data-centre month), capex and running cash per GPU."""
+    rate: float
+    note: str
+    month: float
+    capex: float = 0.0
+    running: float = 0.0
+    lines: dict | None = None
+
+
+def money(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0) -> Money | None:
+    rate = scenario_rate(sc, gpu, basis, price_scale)
+    if rate is None:
+        return None
+    if basis == "cloud":
+        return Money(rate[0], rate[1], rate[0] * HOURS_PER_MONTH)
+    price, o = purchase_price(sc, gpu, price_scale), sc.ownership
+    lines = o.month(price, gpu.tdp_w or 0)
+    return Money(rate[0], rate[1], lines["total"], o.capex(price), o.running_per_month(price, gpu.tdp_w or 0), lines)
+
+
+def owned_count(sc: Scenario, gpu: catalog.Gpu, count: int) -> int:
+    """GPUs to buy in place of `count`: whole systems to serve (picker.whole_systems), the same
+    count to train (a job's share of a fleet)."""
+    unit = (gpu.system_gpus or 1) if sc.serving else 1
+    return math.ceil(count / unit) * unit
+
+
+def breakeven_month(sc: Scenario, gpu: catalog.Gpu, count: int, price_scale: float = 1.0) -> int | None:
+    """First month in which renting `count` of this GPU at its cheapest cloud rate has cost as much as
+    buying them (whole systems to serve; capex up front) and running them; rent is for 730 h a month
+    serving, for the busy hours (730 x utilization) training. None: no price on one side, or not
+    within the lifetime."""
+    own, rent = money(sc, gpu, "owned", price_scale), money(sc, gpu, "cloud", price_scale)
+    if own is None or rent is None:
+        return None
+    hours = HOURS_PER_MONTH * (1 if sc.serving else sc.ownership.utilization)
+    bought = owned_count(sc, gpu, count)
+    saving = count * rent.rate * hours - bought * own.running
+    months = round(sc.ownership.lifetime_years * 12)
+    if saving <= 0:
+        return None
+    m = math.ceil(bought * own.capex / saving - 1e-9)
+    return m if m <= months else None
 
 
 def scenario_rate(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0) -> tuple[float, str] | None:
@@ -103,16 +161,18 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
         if only and only[1] != basis:
             continue
         ranked = picker.rank(sc.kind, model, sc.precision, sc.objective, None, sc.deadline_days, sized, sc.batch,
-                             basis, sc.min_tokens_per_sec if efficiency == 1.0 else sc.min_tokens_per_sec / efficiency)
+                             basis, sc.min_tokens_per_sec if efficiency == 1.0 else sc.min_tokens_per_sec / efficiency,
+                             sc.prompt_tokens_per_request, sc.output_tokens_per_request or 256, sc.engine,
+                             sc.tiers)
         for opt in ranked:
             if opt.gpu not in names or (only and only[0] != opt.gpu):
                 continue
             gpu = catalog.gpu(opt.gpu)
             rate = scenario_rate(sc, gpu, basis, price_scale)
             if sc.serving:
-                rows += _serving_rows(sc, model, gpu, opt, basis, rate, work, efficiency)
+                rows += _serving_rows(sc, model, gpu, opt, basis, rate, work, efficiency, work_scale, price_scale)
             else:
-                rows += _training_rows(sc, opt, basis, rate, deadline)
+                rows += _training_rows(sc, opt, basis, rate, deadline, price_scale)
     if sc.budget_usd:
         for r in rows:
             if r.ok and r.total_cost is not None and r.total_cost > sc.budget_usd:
@@ -136,7 +196,7 @@ def _no_price(r: Row, basis: str) -> None:
         r.fail(Status.NO_PRICE, basis=basis, scenario=True)
 
 
-def _training_rows(sc: Scenario, opt, basis: str, rate, deadline: float) -> list[Row]:
+def _training_rows(sc: Scenario, opt, basis: str, rate, deadline: float, price_scale: float = 1.0) -> list[Row]:
     base = _base_row(opt, basis, rate)
     if opt.days is None or opt.status not in PRICE_VERDICTS:
         base.days = opt.days
@@ -156,10 +216,20 @@ def _training_rows(sc: Scenario, opt, basis: str, rate, deadline: float) -> list
         if rate is None:
             _no_price(r, basis)
         else:
-            r.rate, r.rate_note = rate
-            r.total_cost = gpu_hours * rate[0]
+            _price(sc, r, money(sc, catalog.gpu(opt.gpu), basis, price_scale), c, price_scale)
+            r.total_cost = gpu_hours * r.rate
+            r.rented_hours = gpu_hours if basis == "cloud" else None
         out.append(r)
     return out
+
+
+def _price(sc: Scenario, r: Row, m: Money, count: int, price_scale: float) -> None:
+    """The money of `count` GPUs on a row (the same figures for every sheet, chart and the JSON)."""
+    r.rate, r.rate_note = m.rate, m.note
+    r.monthly_cost = m.month * count
+    r.capex = m.capex * count
+    r.lines = {k: v * count for k, v in m.lines.items()} if m.lines else None
+    r.breakeven_month = breakeven_month(sc, catalog.gpu(r.gpu), count, price_scale)
 
 
 def _same_for_counts(sc: Scenario, base: Row) -> list[Row]:
@@ -167,9 +237,10 @@ def _same_for_counts(sc: Scenario, base: Row) -> list[Row]:
     return [base] + [replace(base, count=c, auto_count=False) for c in (sc.counts or []) if c != base.count]
 
 
-def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: float, efficiency: float = 1.0) -> list[Row]:
+def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: float, efficiency: float = 1.0,
+                  work_scale: float = 1.0, price_scale: float = 1.0) -> list[Row]:
     base = _base_row(opt, basis, rate)
-    tp = picker.gpus_per_copy(model, gpu, sc.precision, sc.batch) if opt.fits else None
+    tp = opt.gpus_per_copy
     if tp is None or not opt.count or not opt.tokens_per_sec:
         return _same_for_counts(sc, base)
     per_copy = opt.tokens_per_sec / (opt.count / tp)
@@ -184,7 +255,9 @@ def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: floa
             out.append(r)
             continue
         r.capacity_tps = per_copy_true * copies
-        r.per_request_tps = per_copy_true / sc.batch
+        r.gpus_per_copy, r.batch = tp, opt.batch
+        r.purchase_unit = opt.purchase_unit if c == opt.count else None
+        r.per_request_tps = opt.per_request_tps * efficiency
         r.seconds_per_request = sc.output_tokens_per_request / r.per_request_tps
         if opt.status is Status.TOO_SLOW or (c == opt.count and opt.status not in PRICE_VERDICTS):
             r.reason = opt.reason
@@ -193,9 +266,10 @@ def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: floa
         if rate is None:
             _no_price(r, basis)
         else:
-            r.rate, r.rate_note = rate
-            r.cost_per_1m = economics.cost_per_1m_tokens(rate[0] * c, traffic)
-            r.total_cost = rate[0] * c * HOURS_PER_MONTH
+            _price(sc, r, money(sc, gpu, basis, price_scale), c, price_scale)
+            r.total_cost = r.monthly_cost
+            r.rented_hours = c * HOURS_PER_MONTH if basis == "cloud" else None
+            r.cost_per_1m = r.monthly_cost / (sc.tokens_per_month * work_scale) * 1e6
         out.append(r)
     return out
 

@@ -19,5 +19,9 @@ class Table:
         return [dict(zip(self.header, row)) for row in self.rows]
 
     def to_frame(self):
-        import pandas as pd  # imported here only: the engine stays standard-library
+        try:  # imported here only: the engine stays standard-library (and runs in Pyodide)
+            import pandas as pd
+        except ImportError:
+            raise ImportError("Table.to_frame needs pandas: pip install 'flopsheet[pandas]' "
+                              "(to_list() and to_records() need nothing)") from None
         return pd.DataFrame(self.rows, columns=self.header)

@@ -12,18 +12,20 @@ from . import styles as st
 from .common import Book, col, write_text
 
 FIRST = 3          # first data row (row 1: title, row 2: column headers)
+# wide reference tables: printed as their leading columns (the figures), the rest on screen
+PARTIAL_PRINT = ("GPUs", "Cloud prices", "Models", "Precisions")
 
-GPU_COLUMNS = [  # (attribute, header, number format)
-    ("name", "GPU", None), ("vendor", "Vendor", None), ("form_factor", "Form factor", None),
-    ("tier", "Tier", None), ("memory_gb", "Memory (GB)", st.GB), ("memory_type", "Memory type", None),
+GPU_COLUMNS = [  # (attribute, header, number format); the figures first: they are what prints
+    ("name", "GPU", None), ("memory_gb", "Memory (GB)", st.GB),
     ("bandwidth_tbs", "Bandwidth (TB/s)", "0.000"), ("fp32_tflops", "FP32 TFLOPS", "#,##0.0"),
     ("tf32_tflops", "TF32 TFLOPS (dense)", "#,##0.0"), ("bf16_tflops", "BF16 TFLOPS (dense)", "#,##0.0"),
     ("fp16_tflops", "FP16 TFLOPS (dense)", "#,##0.0"), ("fp8_tflops", "FP8 TFLOPS (dense)", "#,##0.0"),
     ("int8_tops", "INT8 TOPS (dense)", "#,##0.0"), ("fp4_tflops", "FP4 TFLOPS (dense)", "#,##0.0"),
-    ("tdp_w", "TDP (W)", "#,##0"), ("launch_year", "Launch year", "0"), ("price_usd", "Purchase price ($)", st.USD0),
-    ("price_as_of", "Price as of", None),
+    ("tdp_w", "TDP (W)", "#,##0"), ("price_usd", "Purchase price ($)", st.USD0),
     ("od_usd_per_gpu_hour", "Cheapest on-demand $/GPU-hour (current)", st.USD),
-    ("spot_usd_per_gpu_hour", "Cheapest spot $/GPU-hour (current)", st.USD),
+    ("spot_usd_per_gpu_hour", "Cheapest spot $/GPU-hour (current, below on-demand)", st.USD),
+    ("vendor", "Vendor", None), ("form_factor", "Form factor", None), ("tier", "Tier", None),
+    ("memory_type", "Memory type", None), ("launch_year", "Launch year", "0"), ("price_as_of", "Price as of", None),
 ]
 GPU_TAIL = [("source", "Source", None), ("as_of", "As of", None), ("price_source", "Price source", None),
             ("note", "Note", None)]
@@ -31,8 +33,16 @@ TENSOR_PRECISIONS = [p.name for p in catalog.precisions()]
 
 
 def cheapest(gpu_name: str, pricing: str) -> float | None:
+    """The GPU's cheapest current price for a pricing; a discount (spot, reserved) only where it
+    undercuts the cheapest on-demand price: a spot offer dearer than another provider's on-demand
+    is no saving, and a finance reader would read spot > on-demand as a contradiction."""
     row = catalog.cheapest_cloud_price(gpu_name, pricing)
-    return row.usd_per_gpu_hour if row else None
+    if row is None:
+        return None
+    on_demand = catalog.cheapest_cloud_price(gpu_name, "on-demand")
+    if pricing != "on-demand" and on_demand is not None and row.usd_per_gpu_hour >= on_demand.usd_per_gpu_hour:
+        return None
+    return row.usd_per_gpu_hour
 
 
 def gpu_value(g, attr):
@@ -71,9 +81,9 @@ def _table(book: Book, title: str, heading: str, columns, rows, value, prefix: s
     ws.auto_filter.ref = f"A2:{col(len(columns))}{last}"
     ws.print_title_rows = "1:2"
     for i, (attr, header, fmt) in enumerate(columns, start=1):
-        ws.column_dimensions[col(i)].width = 28 if i == 1 else (60 if attr in ("source", "note", "price_source")
-                                                                else 14)
-    ws.row_dimensions[2].height = 45
+        ws.column_dimensions[col(i)].width = 22 if i == 1 else (60 if attr in ("source", "note", "price_source")
+                                                                else 10)
+    ws.row_dimensions[2].height = 75
     return ws, last
 
 
@@ -192,7 +202,9 @@ def sources_sheet(book: Book):
     for r, row in enumerate(rows, start=FIRST):
         for i, v in enumerate(row, start=1):
             write_text(ws.cell(row=r, column=i), v or "")
-    st.set_widths(ws, {"A": 14, "B": 40, "C": 22, "D": 110, "E": 12})
+    st.set_widths(ws, {"A": 14, "B": 30, "C": 18, "D": 74, "E": 12})
+    for row in ws.iter_rows(min_row=FIRST, min_col=4, max_col=4):
+        row[0].alignment = st.WRAP
     ws.freeze_panes = f"A{FIRST}"
     ws.auto_filter.ref = f"A2:E{FIRST + len(rows) - 1}"
     ws.print_title_rows = "1:2"

@@ -1,6 +1,6 @@
 """The workbook subcommands of `flopsheet` (added through the `flopsheet.commands` entry points
 in pyproject.toml): `templates --out DIR [--only NAME ...] [--force]` and
-`report SCENARIO.toml -o report.xlsx [--force] [--csv]`. Only argparse here: openpyxl is
+`report SCENARIO.toml -o report.xlsx [--force] [--csv] [--json]`. Only argparse here: openpyxl is
 imported when a command runs."""
 
 from __future__ import annotations
@@ -54,4 +54,7 @@ def add_report(sub):
     p.add_argument("-o", "--output", required=True, help="report workbook to write (.xlsx)")
     p.add_argument("--force", action="store_true", help="overwrite the output (and CSV) if they exist")
     p.add_argument("--csv", action="store_true", help="also write the options table as CSV next to the workbook")
+    p.add_argument("--json", action="store_true", help="also print a JSON summary to stdout (recommendation and "
+                                                       "every option: capex, monthly cost, cost per token or job, "
+                                                       "break-even month); the messages go to stderr")
     p.set_defaults(run=_run_report)

@@ -1,18 +1,20 @@
 """Cloud vs own: total cost of owning a GPU (capital with a cost of capital, power x PUE,
 opex) against renting the hours used, the break-even utilization, hours and months, and a
-chart of cumulative cost month by month."""
+chart of cumulative cost over the lifetime."""
 
 from __future__ import annotations
 
 from openpyxl.chart import LineChart, Reference
 
+from udfs.economics import NETWORK_SHARE, SYSTEM_POWER_FACTOR, USD_PER_KW_MONTH
+
 from . import styles as st
-from .common import Book, C, Expr
+from .common import Book, Expr
 
 KEY = "cloud_vs_own"
 FILENAME = "cloud_vs_own.xlsx"
 TITLE = "Cloud vs own"
-MONTHS = 60
+STEPS = 12          # the cumulative-cost table and chart: the lifetime in twelve equal steps
 
 ALT_INPUTS = {"CO_HardwareCost": 30000, "CO_Lifetime": 4, "CO_PowerW": 700, "CO_PUE": 1.4, "CO_Kwh": 0.15,
               "CO_Utilization": 0.55, "CO_CostOfCapital": 0.08, "CO_Residual": 3000, "CO_Opex": 800,
@@ -94,20 +96,37 @@ def build(path, inputs: dict | None = None) -> Book:
     book.glue(ws, "B21", "B19-B20", lambda get: get(out[19]) - get(out[20]), fmt=st.USD, key=True,
               label="Saving")
 
+    # the data-centre view (the model the picker and the report use): server power, network, colocation
+    ws.cell(row=18, column=4, value="Data-centre view").font = st.BOLD
+    spower = book.input(ws, 19, "Server power per GPU", "CO_ServerPowerW", round(400 * SYSTEM_POWER_FACTOR),
+                        fmt="#,##0", unit="W", arg=e.SYSTEM_POWER, col=5, label_col=4)
+    share = book.input(ws, 20, "Scale-out network share", "CO_NetworkShare", NETWORK_SHARE, fmt="0%",
+                       arg=e.NETWORK, col=5, label_col=4)
+    colo = book.input(ws, 21, "Colocation ($/kW-month)", "CO_ColoKwMonth", USD_PER_KW_MONTH, fmt=st.USD,
+                      arg=e.COLOCATION, col=5, label_col=4)
+    ws.cell(row=22, column=4, value="Cost per used GPU-hour")
+    book.calc(ws, "E22", "DATACENTER_COST_PER_GPU_HOUR",
+              {**{k: v for k, v in owned_args.items() if k != "power_w"}, "power_w": spower, "network_share": share,
+               "usd_per_kw_month": colo, "lifetime_years": life, "utilization": util}, fmt=st.USD, key=True,
+              label="Data-centre cost per used GPU-hour")
+    ws.cell(row=23, column=4, value="(server price in B6; GPU TDP x 1.82; 0 colocation if you own the building)"
+            ).font = st.NOTE_FONT
+
     # cumulative cost by month
     top = 28
-    book.section(ws, top - 1, "Cumulative cost by month", header=["Month", "Cloud (cumulative)",
-                                                                   "Owned (cumulative)"])
-    for m in range(1, MONTHS + 1):
-        r = top + m
-        ws.cell(row=r, column=1, value=m)
-        month = C(ws.title, f"A{r}", number=True)
+    book.section(ws, top - 1, "Cumulative cost over the lifetime", header=["Month", "Cloud (cumulative)",
+                                                                            "Owned (cumulative)"])
+    for step in range(1, STEPS + 1):       # the horizon follows the lifetime input: its last row is its end
+        r = top + step
+        month = book.glue(ws, f"A{r}", f"{life.coord}*{12 // STEPS * step}",
+                          lambda get, step=step: get(life) * (12 // STEPS * step), fmt=st.PLAIN,
+                          label=f"Month of step {step}")
         years = Expr(lambda s, r=r: f"A{r}/12", lambda get, month=month: get(month) / 12)
         book.calc(ws, f"B{r}", "CLOUD_COST", {"usd_per_gpu_hour": cloud, "years": years, "utilization": util},
-                  fmt=st.USD0, label=f"Cloud, month {m}", addin=False)
-        book.calc(ws, f"C{r}", "TCO", {**owned_args, "years": years}, fmt=st.USD0, label=f"Owned, month {m}",
+                  fmt=st.USD0, label=f"Cloud, step {step}", addin=False)
+        book.calc(ws, f"C{r}", "TCO", {**owned_args, "years": years}, fmt=st.USD0, label=f"Owned, step {step}",
                   addin=False)
-    st.set_widths(ws, {"A": 44, "B": 20, "C": 20, "D": 9, "E": 12})
+    st.set_widths(ws, {"A": 44, "B": 20, "C": 20, "D": 26, "E": 12})
     ws.freeze_panes = "A4"
 
     chart = LineChart()
@@ -115,10 +134,11 @@ def build(path, inputs: dict | None = None) -> Book:
     chart.y_axis.title = "$"
     chart.y_axis.numFmt = '"$"#,##0'
     chart.x_axis.title = "Month"
-    chart.add_data(Reference(ws, min_col=2, max_col=3, min_row=top, max_row=top + MONTHS), titles_from_data=True)
-    chart.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=top + MONTHS))
+    chart.add_data(Reference(ws, min_col=2, max_col=3, min_row=top, max_row=top + STEPS), titles_from_data=True)
+    chart.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=top + STEPS))
     for s in chart.series:
         s.smooth = False
-    chart.height, chart.width = 10, 18
-    book.chart(ws, chart, "G4")
+    st.readable_chart(chart)
+    chart.height, chart.width = 10, 24                # below the table: the sheet prints one page wide
+    book.chart(ws, chart, f"A{top + STEPS + 2}")
     return book.finish(path)

@@ -114,8 +114,10 @@ def write_text(cell, text):
 
 def atomic_save(wb: Workbook, path: str | os.PathLike):
     """Write to a temporary file beside the target, then rename over it: an interrupted run
-    never leaves a half-written workbook."""
-    atomic_write(path, wb.save)
+    never leaves a half-written workbook. Every formula cell is saved with its computed value
+    (stored_values), so previewers and Protected View show figures, not blanks."""
+    from . import stored_values
+    atomic_write(path, lambda tmp: stored_values.save(wb, tmp))
 
 
 def atomic_write(path, write) -> None:
@@ -276,7 +278,7 @@ class Book:
                 return serving.active_params(m) if active else m.params
             return coerce.to_params("params", v)
         return self.glue(ws, coord, f"IF(ISNUMBER({ref}),{ref},INDEX({column},MATCH({ref},CatModelNames,0)))",
-                         value, fmt="#,##0", label=label)
+                         value, fmt=st.PARAMS, label=label)
 
     def glue(self, ws, coord: str, formula: str, value: Callable, *, fmt: str | None = None,
              label: str = "", key: bool = False) -> C:
@@ -294,7 +296,7 @@ class Book:
         self.addin_rows.append((label, None, fn, dict(args), fmt))
 
     def chart(self, ws, chart, anchor: str):
-        ws.add_chart(chart, anchor)
+        ws.add_chart(st.readable_chart(chart), anchor)
         self.charts += 1
 
     # ---- the rest of the workbook
@@ -306,7 +308,7 @@ class Book:
         self._cover()
         for ws in self.wb.worksheets:
             protect(ws)
-            print_setup(ws)
+            print_setup(ws, partial=catalogs and ws.title in catalog_sheets.PARTIAL_PRINT)
         props = self.wb.properties
         props.title = f"Flopsheet - {self.title}"
         props.subject = self.purpose[:250]
@@ -338,16 +340,18 @@ class Book:
             ws.cell(row=4, column=1 + i, value=h)
         st.style_header_row(ws, 4, 1, len(header))
         for r, (label, target, fn, args, fmt) in enumerate(self.addin_rows, start=5):
-            ws.cell(row=r, column=1, value=label)
+            ws.cell(row=r, column=1, value=label).alignment = st.WRAP
             native = ws.cell(row=r, column=2, value="=" + target.ref(ws.title) if target else "add-in only")
             native.number_format = fmt or st.PLAIN
             call = classic_call(fn, **self._refs(ws.title, args))
-            # IFERROR: without the add-in the call is #NAME?; say what is missing instead
-            addin = ws.cell(row=r, column=3, value=f'=IFERROR({call},"{NEEDS_ADDIN}")')
+            # without the add-in the call is #NAME? (error type 5): say what is missing instead;
+            # an error from the engine itself (a catalog figure missing) reads "n/a" as on the sheets
+            addin = ws.cell(row=r, column=3,
+                            value=f'=IFERROR({call},IF(ERROR.TYPE({call})=5,"{NEEDS_ADDIN}","n/a"))')
             addin.number_format = fmt or st.PLAIN
-            write_text(ws.cell(row=r, column=4), "=" + call)
+            write_text(ws.cell(row=r, column=4), "=" + call).alignment = st.WRAP
             ws.cell(row=r, column=5, value=target.sheet if target else "")
-        st.set_widths(ws, {"A": 38, "B": 20, "C": 20, "D": 70, "E": 16})
+        st.set_widths(ws, {"A": 36, "B": 18, "C": 18, "D": 68, "E": 16})
         ws.freeze_panes = "A5"
         ws.sheet_properties.tabColor = "A6A6A6"
 
@@ -377,8 +381,8 @@ class Book:
             c = ws.cell(row=r, column=2)
             write_text(c, text)
             c.alignment = st.WRAP
-            ws.row_dimensions[r].height = max(15, 15 * (len(str(text)) // 95 + 1))
-        st.set_widths(ws, {"A": 20, "B": 100})
+            ws.row_dimensions[r].height = max(15, 15 * (len(str(text)) // 52 + 1))
+        st.set_widths(ws, {"A": 20, "B": 58})           # prints portrait, one page wide
 
 
 def protect(ws):
@@ -392,16 +396,9 @@ def protect(ws):
     ws.protection.selectUnlockedCells = False
 
 
-def print_setup(ws):
-    ws.page_setup.orientation = "landscape"
-    ws.page_setup.paperSize = ws.PAPERSIZE_A4
-    ws.sheet_properties.pageSetUpPr.fitToPage = True
-    ws.page_setup.fitToWidth = 1
-    ws.page_setup.fitToHeight = 0
-    ws.print_options.gridLines = False
-    ws.page_margins.left = ws.page_margins.right = 0.4
-    ws.oddFooter.center.text = "&A - page &P of &N"
-    ws.oddHeader.right.text = f"Flopsheet {udfs.__version__}"
+def print_setup(ws, **options):
+    from . import printing
+    printing.setup(ws, **options)
 
 
 def col(i: int) -> str:

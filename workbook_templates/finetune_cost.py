@@ -117,11 +117,10 @@ def build(path, inputs: dict | None = None) -> Book:
                       label=f"Fits, {mname}, option {i + 1}")
             book.calc(ws, f"{L(13 + i)}{r}", "JOB_COST", {"usd_per_hour": o["rate"], "hours": product(o["hours"], tm)},
                       fmt=st.USD, label=f"Job cost, {mname}, option {i + 1}")
-    st.set_widths(ws, {"A": 30, "B": 16, "C": 18, "D": 13, "E": 13, "F": 13, "G": 13, "H": 13, "I": 16, "J": 16,
-                       "K": 12, "L": 12, "M": 12, "N": 12, "O": 12})
-    ws.row_dimensions[10].height = 45
-    ws.row_dimensions[16].height = 45
-    ws.column_dimensions["B"].width = 16
+    st.set_widths(ws, {"A": 22, "B": 12, "C": 14, "D": 8, "E": 8, "F": 8, "G": 8, "H": 10, "I": 10, "J": 9,
+                       "K": 8, "L": 8, "M": 9, "N": 9, "O": 9})     # one page wide at >= 8 pt
+    ws.row_dimensions[10].height = 58
+    ws.row_dimensions[16].height = 58
     ws.freeze_panes = "A4"
 
     chart = BarChart()
@@ -133,5 +132,5 @@ def build(path, inputs: dict | None = None) -> Book:
     chart.add_data(data, titles_from_data=True)
     chart.set_categories(Reference(ws, min_col=1, min_row=11, max_row=13))
     chart.height, chart.width = 8, 18
-    book.chart(ws, chart, "A22")
+    book.chart(ws, st.readable_chart(chart), "A22")
     return book.finish(path)

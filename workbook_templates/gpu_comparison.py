@@ -58,14 +58,15 @@ def build(path, inputs: dict | None = None) -> Book:
     size7 = book.calc(ws, "E6", "MODEL_SIZE_GB", {"model_or_params": Lit(7e9), "precision": Lit("fp16")}, fmt='0.0" GB"',
                       label="7B FP16 model size")
     ws["G4"], ws["G5"] = "parameters", "parameters"
-    ws["F4"].number_format = ws["F5"].number_format = st.SCI
+    ws["F4"].number_format = ws["F5"].number_format = st.PARAMS
 
     header = ["GPU", "Vendor", "Memory (GB)", "Bandwidth (TB/s)", "BF16 TFLOPS (dense)", "Price ($)",
               "Bandwidth per $1k (GB/s)", "BF16 TFLOPS per $1k", "7B FP16 tokens/s", "GPUs to hold model A",
               "GPUs to hold model B", "TDP (W)"]
     top = 12
     book.section(ws, top - 1, "All catalog GPUs (sortable)", header=header)
-    gpus = catalog.gpus()
+    gpus = sorted(catalog.gpus(), key=lambda g: not g.price_usd)     # GPUs with a price first (for the chart)
+    priced = sum(1 for g in gpus if g.price_usd)
     for i, g in enumerate(gpus):
         r = top + 1 + i
         ws.cell(row=r, column=1, value=g.name)
@@ -106,13 +107,17 @@ def build(path, inputs: dict | None = None) -> Book:
     ws.auto_filter.ref = f"A{top}:L{last}"
     ws.freeze_panes = f"B{top + 1}"
     ws.row_dimensions[top].height = 45
-    st.set_widths(ws, {"A": 30, "B": 10, "C": 12, "D": 12, "E": 12, "F": 12, "G": 13, "H": 12, "I": 14, "J": 12,
-                       "K": 12, "L": 10})
+    st.set_widths(ws, {"A": 28, "B": 9, "C": 12, "D": 16, "E": 12, "F": 12, "G": 12, "H": 12, "I": 13, "J": 11,
+                       "K": 11, "L": 9})        # one page wide at >= 8 pt
     ws.print_title_rows = f"{top}:{top}"
 
-    names = Reference(ws, min_col=1, min_row=top + 1, max_row=last)
-    for title, col, anchor in (("7B FP16 decode tokens/s per GPU (bandwidth-bound)", 9, "N3"),
-                               ("Bandwidth per $1,000 (GB/s), GPUs with a price", 7, "N32")):
-        book.chart(ws, st.bar_chart(title, Reference(ws, min_col=col, min_row=top, max_row=last), names, height=14),
-                   anchor)
+    # charts below the table (the sheet prints one page wide), tall enough to label every GPU
+    row = last + 2
+    for title, col, count in (("7B FP16 decode tokens/s per GPU (bandwidth-bound)", 9, len(gpus)),
+                              ("Bandwidth per $1,000 (GB/s), GPUs with a price", 7, priced)):
+        height = st.bar_chart_height(count)
+        names = Reference(ws, min_col=1, min_row=top + 1, max_row=top + count)
+        book.chart(ws, st.bar_chart(title, Reference(ws, min_col=col, min_row=top, max_row=top + count), names,
+                                    height=height, width=24), f"A{row}")
+        row += int(height * 28.35 / 15) + 2
     return book.finish(path)

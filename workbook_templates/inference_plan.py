@@ -160,7 +160,7 @@ def build(path, inputs: dict | None = None) -> Book:
                            {"tokens_per_month": res["tok_m"], "input_share": res["share"],
                             "api_usd_per_1m_input_tokens": inp["IP_ApiIn"], "api_usd_per_1m_output_tokens": inp["IP_ApiOut"]},
                            fmt=st.USD0, key=True, label="API monthly cost")
-    blended = Expr(lambda s: f'{res["api_m"].coord}/{res["tok_m"].coord}*1000000',
+    blended = Expr(lambda s: f'{res["api_m"].ref(s)}/{res["tok_m"].ref(s)}*1000000',
                    lambda get: get(res["api_m"]) / get(res["tok_m"]) * 1e6)
     res["api_be"] = book.calc(ws, row("Self-hosting (cloud) beats the API above", "tokens/month"),
                             "API_BREAKEVEN_TOKENS", {"self_host_usd_per_month": res["cloud_m"],
@@ -181,6 +181,19 @@ def build(path, inputs: dict | None = None) -> Book:
         book.addin_only(label, fn, {"usd_per_gpu_hour": inp["IP_CloudRate"], "model": inp["IP_Model"], "gpu": gpu,
                                     "precision": inp["IP_Precision"], "batch": inp["IP_Batch"], **extra},
                         '"$"#,##0.0000')
+    # the serving-capacity model (continuous batching, latency target, engine) has no native formula
+    lat_in = inp["IP_Latency"]
+    tpot = Expr(lambda s: f"{lat_in.ref(s)}*1000/{tout.ref(s)}", lambda get: 0)
+    shape = {"model": inp["IP_Model"], "gpu": gpu, "precision": inp["IP_Precision"], "prompt_tokens": tin,
+             "output_tokens": tout}
+    book.addin_only("Serving throughput per model copy at the latency target (serving model)", "SERVING_THROUGHPUT",
+                    {**shape, "max_tpot_ms": tpot}, st.TOK_S)
+    book.addin_only("Concurrent requests per copy at that point (serving model)", "SERVING_BATCH",
+                    {**shape, "max_tpot_ms": tpot}, "#,##0")
+    book.addin_only("GPUs for the traffic at the latency target (serving model)", "GPUS_FOR_TRAFFIC",
+                    {"model": inp["IP_Model"], "gpu": gpu, "requests_per_minute": rpm, "prompt_tokens": tin,
+                     "output_tokens": tout, "max_tpot_ms": tpot, "precision": inp["IP_Precision"],
+                     "headroom": inp["IP_Headroom"]}, "#,##0")
     st.set_widths(ws, {"A": 46, "B": 20, "C": 16})
     ws.freeze_panes = "A4"
 

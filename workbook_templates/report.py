@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from pathlib import Path
 
@@ -22,11 +23,11 @@ from openpyxl.styles import Alignment
 
 import udfs
 from udfs import calibration as cal
-from udfs import catalog, picker
+from udfs import catalog, economics, picker
 from udfs.economics import HOURS_PER_MONTH
-from udfs.report_model import SWING, Result, analyse
+from udfs.report_model import SWING, Result, analyse, as_json, breakeven_sentence, count_sentence
 from udfs.scenario import Scenario
-from udfs.sweep import Row
+from udfs.sweep import Row, purchase_price
 
 from . import styles as st
 from .common import atomic_save, atomic_write, print_setup, write_text
@@ -39,12 +40,30 @@ class ReportExists(Exception):
     """The output exists and --force was not given."""
 
 
+# column widths that print one page wide at >= 8 pt (see workbook_templates/printing.py)
+SUMMARY_WIDTHS = {"A": 30, "B": 20, "C": 7, "D": 12, "E": 13, "F": 14, "G": 12, "H": 12, "I": 34}
+
+
 # ---------------------------------------------------------------- small writers
+def _wide_text(ws, row: int, column: int, text, last_column: int = 9):
+    """Summary text wrapped across the rest of the table (merged), its row as tall as it needs."""
+    cell = _put(ws, row, column, text)
+    if not isinstance(text, str) or not text:
+        return cell
+    ws.merge_cells(start_row=row, start_column=column, end_row=row, end_column=last_column)
+    cell.alignment = Alignment(wrap_text=True, vertical="top")
+    chars = sum(SUMMARY_WIDTHS[_col(c)] for c in range(column, last_column + 1))
+    ws.row_dimensions[row].height = 15 * (len(text) // int(chars * 0.9) + 1)
+    return cell
+
+
 def _title(ws, text: str, note: str = ""):
     write_text(ws["A1"], text).font = st.TITLE_FONT
     if note:
         c = write_text(ws["A2"], note)
         c.font = st.NOTE_FONT
+        c.alignment = st.WRAP
+        ws.merge_cells("A2:H2")
     ws.sheet_view.showGridLines = False
 
 
@@ -52,7 +71,7 @@ def _section(ws, row: int, text: str):
     ws.cell(row=row, column=1, value=text).font = st.SECTION_FONT
 
 
-def _header(ws, row: int, names: list[str], first: int = 1, height: float = 30):
+def _header(ws, row: int, names: list[str], first: int = 1, height: float = 45):
     for i, h in enumerate(names):
         ws.cell(row=row, column=first + i, value=h)
     st.style_header_row(ws, row, first, first + len(names) - 1)
@@ -111,8 +130,7 @@ def _summary(wb: Workbook, res: Result):
         ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=8)
         row += 2
     else:
-        verb = "Rent" if best.basis == "cloud" else "Buy"
-        text = f"{verb} {best.count:,} x {best.gpu} ({best.rate_note})."
+        text = recommendation_sentence(res)
         c = write_text(ws.cell(row=row, column=1), text)
         c.font = st.BOLD
         c.fill = st.OUTPUT_FILL
@@ -121,7 +139,7 @@ def _summary(wb: Workbook, res: Result):
         ws.row_dimensions[row].height = 32
         row += 2
     cols = ["", "GPU", "GPUs", "Rent or own", "Days" if not sc.serving else "Tokens/s per request",
-            _cost_label(sc)] + (["$ per 1M output tokens"] if sc.serving else ["GPU-hours"]) + ["Why"]
+            _cost_label(sc)] + (["$ per 1M output tokens"] if sc.serving else ["GPU-hours"]) + ["Capex ($)", "Why"]
     _header(ws, row, cols)
     row += 1
     first_pick = row
@@ -141,10 +159,11 @@ def _summary(wb: Workbook, res: Result):
             _put(ws, row, 7, r.cost_per_1m, st.USD)
         else:
             _put(ws, row, 7, r.gpu_hours, st.INT)
-        c = _put(ws, row, 8, res.why.get(id(r), ""))
-        for j in range(1, 9):
-            ws.cell(row=row, column=j).alignment = st.WRAP if j == 8 else Alignment(vertical="top")
-        ws.row_dimensions[row].height = 32
+        _put(ws, row, 8, r.capex, st.USD0)
+        c = _put(ws, row, 9, res.why.get(id(r), ""))
+        for j in range(1, 10):
+            ws.cell(row=row, column=j).alignment = st.WRAP if j == 9 else Alignment(vertical="top")
+        ws.row_dimensions[row].height = 45
         row += 1
     if len(res.runners_up) < 2 and best is not None:
         _put(ws, row, 1, f"Only {1 + len(res.runners_up)} GPU/pricing combination(s) meet every constraint.").font = st.NOTE_FONT
@@ -160,11 +179,21 @@ def _summary(wb: Workbook, res: Result):
         ("Options that meet every constraint", n_ok, st.INT)]
     if best is not None:
         figures += [("Recommended GPU", best.gpu, ""), ("GPUs", best.count, st.INT),
-                    ("Rent or own", _basis_words(best), ""), ("$ per GPU-hour", best.rate, st.USD),
-                    (_cost_label(sc), best.total_cost, st.USD0)]
+                    ("Rent or own", _basis_words(best), ""),
+                    ("$ per GPU-hour" + (" used (owned cash / used hours)" if best.basis == "owned" else " rented"),
+                     best.rate, st.USD),
+                    (_cost_label(sc), best.total_cost, st.USD0),
+                    ("Capex ($, paid up front)", best.capex, st.USD0)]
+        if not sc.serving and best.basis == "owned":
+            figures.append(("Cash per month while the GPUs are held ($)", best.monthly_cost, st.USD0))
+        figures += _money_lines(sc, best)
         if sc.serving:
             figures += [("$ per 1M output tokens", best.cost_per_1m, st.USD),
+                        ("Output tokens produced a month", sc.tokens_per_month, st.INT),
                         ("Output tokens/s provisioned", sc.traffic_tokens_per_sec, st.TOK_S),
+                        ("GPUs per model copy (tensor parallel)", best.gpus_per_copy, st.INT),
+                        ("Concurrent requests per copy", best.batch, st.INT),
+                        ("Model copies", best.count // best.gpus_per_copy if best.gpus_per_copy else None, st.INT),
                         ("Capacity (output tokens/s)", best.capacity_tps, st.TOK_S),
                         ("Tokens/s per request", best.per_request_tps, st.TOK_S),
                         ("Seconds per request", best.seconds_per_request, '0.0" s"'),
@@ -175,13 +204,21 @@ def _summary(wb: Workbook, res: Result):
             top = res.sensitivity[0]
             figures.append(("Assumption that moves the cost most (+/-25%)", top["assumption"], ""))
         ovr = res.own_vs_rent
-        if ovr:
-            figures.append((f"Owning {ovr['count']:,} x {ovr['gpu']} beats renting after",
-                            f"month {ovr['crossover_month']}" if ovr["crossover_month"] is not None
-                            else "never within the lifetime", ""))
+        if ovr and not ovr["missing"]:
+            figures.append(("Break-even month, own vs rent (recommended GPUs)",
+                            ovr["crossover_month"] if ovr["crossover_month"] else "not within the lifetime",
+                            st.INT))
     for label, value, fmt in figures:
         _put(ws, row, 1, label)
-        _put(ws, row, 2, value, fmt or None, key=True)
+        _put(ws, row, 2, value if value is not None else "", fmt or None, key=True)
+        row += 1
+    for sentence in (count_sentence(sc, best), breakeven_sentence(res)):
+        if not sentence:
+            continue
+        c = write_text(ws.cell(row=row, column=1), sentence)
+        c.alignment = st.WRAP
+        ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=9)
+        ws.row_dimensions[row].height = 45
         row += 1
     row += 1
 
@@ -193,7 +230,7 @@ def _summary(wb: Workbook, res: Result):
         _put(ws, row, 1, label)
         fmt = (st.FRACTION if share else "#,##0.###") if isinstance(value, float) else None
         _put(ws, row, 2, value if value is not None else "", fmt)
-        _put(ws, row, 3, note).font = st.NOTE_FONT
+        _wide_text(ws, row, 3, note).font = st.NOTE_FONT
         row += 1
     row += 1
     _section(ws, row, "About this report")
@@ -203,10 +240,41 @@ def _summary(wb: Workbook, res: Result):
                          ("Method", "Each GPU sized by the picker (udfs.picker.rank) under cloud and owned pricing; "
                                     "costs at the scenario's rates. See Assumptions and sources.")]:
         _put(ws, row, 1, label)
-        c = _put(ws, row, 2, value)
-        c.alignment = Alignment(wrap_text=False)
+        _wide_text(ws, row, 2, value)
         row += 1
-    st.set_widths(ws, {"A": 50, "B": 24, "C": 9, "D": 13, "E": 16, "F": 18, "G": 16, "H": 64})
+    for row_cells in ws.iter_rows(min_row=3, min_col=1, max_col=1):
+        if row_cells[0].coordinate not in ws.merged_cells:
+            row_cells[0].alignment = Alignment(wrap_text=True, vertical="top")
+    st.set_widths(ws, SUMMARY_WIDTHS)
+
+
+def recommendation_sentence(res: Result) -> str:
+    """The recommendation in one sentence, with its money (the row's figures)."""
+    sc, r = res.scenario, res.best
+    per = "a month" if sc.serving else "for the job"
+    tokens = f", ${r.cost_per_1m:,.2f} per 1M output tokens" if sc.serving else ""
+    if r.basis == "owned":
+        share = ("" if sc.serving else
+                 f" The job is charged its share of GPUs kept {sc.ownership.utilization:.0%} busy for "
+                 f"{sc.ownership.lifetime_years:g} years; bought for this job alone, it costs the capex less resale.")
+        return (f"Buy {r.count:,} x {r.gpu}: capex ${r.capex:,.0f} up front (all-in systems and network); "
+                f"${r.total_cost:,.0f} {per}{tokens}. Owned monthly cash ${r.monthly_cost:,.0f} = capital recovery + "
+                f"network + colocation + power + opex, the same whatever the utilization.{share}")
+    return (f"Rent {r.count:,} x {r.gpu} at ${r.rate:,.2f} per GPU-hour for {r.rented_hours:,.0f} GPU-hours"
+            f"{' a month (every GPU, 730 h)' if sc.serving else ''}: ${r.total_cost:,.0f} {per}{tokens}; no capex.")
+
+
+def _money_lines(sc: Scenario, r: Row) -> list:
+    """The owned month by line, or the rented hours, as key-figure rows."""
+    if r.basis == "cloud":
+        return [("GPU-hours rented" + (" a month" if sc.serving else ""), r.rented_hours, st.INT)]
+    names = {"capital": "capital recovery", "networking": "scale-out network", "facility": "colocation (facility)",
+             "power": "power x PUE", "opex": "opex"}
+    g = catalog.gpu(r.gpu)
+    firm = ("your quote (scenario [prices])" if g.name in sc.purchase_overrides else
+            f"{g.system_price_kind}, {g.system_price_as_of or 'undated'}; card: {g.price_kind or 'no card price'}"
+            f"{', ' + g.price_as_of if g.price_as_of else ''}")
+    return [("All-in price per GPU ($)", purchase_price(sc, g), st.USD0), ("How firm that price is", firm, "")] + [(f"  of which {names[k]} ($ a month)", r.lines[k], st.USD0) for k in names]
 
 
 # ---------------------------------------------------------------- Options
@@ -225,6 +293,11 @@ def option_columns(sc: Scenario) -> list[tuple[str, str, object]]:
     cols += [("$ per GPU-hour", st.USD, lambda r: r.rate), (_cost_label(sc), st.USD0, lambda r: r.total_cost)]
     if sc.serving:
         cols.append(("$ per 1M output tokens", st.USD, lambda r: r.cost_per_1m))
+    else:
+        cols.append(("Cash per month held ($)", st.USD0, lambda r: r.monthly_cost))
+    cols += [("Capex ($)", st.USD0, lambda r: r.capex),
+             ("GPU-hours rented" + (" a month" if sc.serving else ""), st.INT, lambda r: r.rented_hours),
+             ("Break-even month (own vs rent)", st.INT, lambda r: r.breakeven_month)]
     cols += [("Why it fails / note", "", lambda r: r.reason.text() if r.reason else ""), ("Price basis", "", lambda r: r.rate_note)]
     return cols
 
@@ -235,12 +308,14 @@ def _options(wb: Workbook, res: Result):
     _title(ws, "Every option: GPU x count x rent or own",
            "Sorted best first; options that fail a constraint are at the bottom with the reason. 'vs best' is a "
            "formula: this option's cost over the recommendation's.")
-    cols = option_columns(sc)
+    all_cols = option_columns(sc)
+    basis = next(c for c in all_cols if c[0] == "Price basis")
+    cols = [c for c in all_cols if c is not basis]      # on the sheet the price basis comes last (not printed)
     head = 4
     names = [c[0] for c in cols]
     cost_col = names.index(_cost_label(sc)) + 1
     vs_col = len(cols) + 1
-    _header(ws, head, names + ["vs best"])
+    _header(ws, head, names + ["vs best", basis[0]])
     best_ref = None
     for i, r in enumerate(res.rows):
         row = head + 1 + i
@@ -257,15 +332,24 @@ def _options(wb: Workbook, res: Result):
         if best_ref and r.ok and r.total_cost is not None:
             c = ws.cell(row=row, column=vs_col, value=f"=IF({best_ref}>0,{_col(cost_col)}{row}/{best_ref},\"\")")
             c.number_format = st.FACTOR
-    widths = {"A": 6, "B": 18, "C": 8, "D": 13, "E": 9, "F": 8, "G": 8}
+        if not r.ok:
+            _put(ws, row, vs_col + 1, basis[2](r)).font = st.NOTE_FONT
+        else:
+            _put(ws, row, vs_col + 1, basis[2](r))
+        for j in (names.index("Why it fails / note") + 1, vs_col + 1):
+            ws.cell(row=row, column=j).alignment = st.WRAP
+    widths = {"A": 5, "B": 17, "C": 6, "D": 12, "E": 7, "F": 7, "G": 8}
+    wide = {"Why it fails / note": 22, _cost_label(sc): 12, "Capacity (tokens/s)": 13}
     for j, (name, _, _) in enumerate(cols, start=1):
         letter = _col(j)
         if letter not in widths:
-            widths[letter] = 62 if name.startswith("Why") else (58 if name == "Price basis" else 15)
-    widths[_col(vs_col)] = 9
+            widths[letter] = wide.get(name, 10)
+    widths[_col(vs_col)] = 7
+    widths[_col(vs_col + 1)] = 40
     st.set_widths(ws, widths)
     ws.freeze_panes = ws.cell(row=head + 1, column=3)
-    ws.auto_filter.ref = f"A{head}:{_col(vs_col)}{head + len(res.rows)}"
+    ws.auto_filter.ref = f"A{head}:{_col(vs_col + 1)}{head + len(res.rows)}"
+    ws.print_title_rows = f"{head}:{head}"
 
 
 def _col(i: int) -> str:
@@ -334,9 +418,9 @@ def _sensitivity(wb: Workbook, res: Result):
     chart.x_axis.delete = False
     chart.y_axis.delete = False
     chart.height, chart.width = 9, 28
-    ws.add_chart(chart, f"A{base_row + 3}")
-    st.set_widths(ws, {"A": 46, "B": 13, "C": 12, "D": 12, "E": 19, "F": 19, "G": 15, "H": 15, "I": 12,
-                       "J": 50})
+    ws.add_chart(st.readable_chart(chart), f"A{base_row + 3}")
+    st.set_widths(ws, {"A": 30, "B": 11, "C": 10, "D": 10, "E": 13, "F": 13, "G": 12, "H": 12, "I": 11,
+                       "J": 30})
 
 
 # ---------------------------------------------------------------- Charts
@@ -366,13 +450,15 @@ def _charts(wb: Workbook, res: Result):
             chart.x_axis.scaling.orientation = "maxMin"      # best option on top
             chart.y_axis.scaling.min = 0
             chart.x_axis.delete = chart.y_axis.delete = False
-            ws.add_chart(chart, anchor)
+            ws.add_chart(st.readable_chart(chart), anchor)
             charts.append(chart)
         charts[1].series[0].graphicalProperties.solidFill = "70AD47"
     ovr = res.own_vs_rent
     top = head + max(len(ok), 1) + 3
-    if ovr:
-        _put(ws, top - 1, left, f"Cumulative cost, {ovr['count']:,} x {ovr['gpu']}: own vs rent").font = st.BOLD
+    if ovr and ovr["missing"]:
+        write_text(ws.cell(row=42, column=1), breakeven_sentence(res)).font = st.NOTE_FONT
+    elif ovr:
+        _put(ws, top - 1, left, f"Cumulative cost, {ovr['gpu']}: own {ovr['bought']:,} vs rent {ovr['count']:,}").font = st.BOLD
         _header(ws, top, ["Month", "Own ($)", "Rent ($)"], first=left)
         for i, m in enumerate(ovr["months"]):
             row = top + 1 + i
@@ -381,7 +467,7 @@ def _charts(wb: Workbook, res: Result):
             _put(ws, row, left + 2, ovr["rent"][i], st.USD0)
         last = top + len(ovr["months"])
         line = LineChart()
-        line.title = f"Cumulative cost: own vs rent ({ovr['count']:,} x {ovr['gpu']})"
+        line.title = f"Cumulative cost: own {ovr['bought']:,} vs rent {ovr['count']:,} x {ovr['gpu']}"
         line.add_data(Reference(ws, min_col=left + 1, max_col=left + 2, min_row=top, max_row=last),
                       titles_from_data=True)
         line.set_categories(Reference(ws, min_col=left, min_row=top + 1, max_row=last))
@@ -393,16 +479,30 @@ def _charts(wb: Workbook, res: Result):
         line.x_axis.delete = False
         line.y_axis.delete = False
         line.height, line.width = 9, 20
-        ws.add_chart(line, "A42")
-        note = (f"Own: {ovr['count']:,} x ${ovr['price']:,.0f} at month 0, then power x PUE and opex "
-                f"(${ovr['running_per_month']:,.0f} per GPU a month); residual value back at the end; financing "
-                f"not shown. Rent: ${ovr['rent_rate']:g}/GPU-h for {ovr['used_hours_per_month']:,.0f} h a month "
-                f"(730 h x utilization).")
+        ws.add_chart(st.readable_chart(line), "A42")
+        note = (f"Own: capex ${ovr['capex']:,.0f} at month 0 (all-in systems + network), then colocation, power x "
+                f"PUE and opex (${ovr['running_per_month']:,.0f} a month for all {ovr['bought']:,} GPUs bought); residual "
+                f"value back at the end; financing not shown. Rent: ${ovr['rent_rate']:g}/GPU-h for "
+                f"{ovr['used_hours_per_month']:,.0f} h a month per GPU"
+                f"{' (always on)' if sc.serving else ' (730 h x utilization)'}. " + breakeven_sentence(res))
         write_text(ws.cell(row=61, column=1), note).font = st.NOTE_FONT
-    st.set_widths(ws, {_col(left): 40, _col(left + 1): 16, _col(left + 2): 16})
+    st.set_widths(ws, {_col(left): 30, _col(left + 1): 13, _col(left + 2): 13})
 
 
 # ---------------------------------------------------------------- Assumptions and sources
+ASSUMPTION_WIDTHS = {"A": 26, "B": 22, "C": 18, "D": 12, "E": 10, "F": 10, "G": 12, "H": 12, "I": 12, "J": 12,
+                     "K": 24, "L": 24, "M": 40, "N": 40, "O": 40, "P": 12}
+LAST = 9                          # text blocks span the first nine columns (the printed width)
+
+
+def _across(ws, row: int, column: int, text: str):
+    """Text wrapped across the table to its last column (its row height follows, see printing)."""
+    cell = _put(ws, row, column, text)
+    ws.merge_cells(start_row=row, start_column=column, end_row=row, end_column=LAST)
+    cell.alignment = st.WRAP
+    return cell
+
+
 def _assumptions(wb: Workbook, res: Result):
     sc = res.scenario
     ws = wb.create_sheet("Assumptions and sources")
@@ -420,66 +520,103 @@ def _assumptions(wb: Workbook, res: Result):
         ("Training parallelism", "ZeRO-3 data parallel, full recompute, micro-batch 1 x 2,048",
          f"udfs/picker.py; sharded models need a >= {catalog.NVLINK_CLASS_GBS:g} GB/s (NVLink-class) GPU link"),
         ("Default deadline (days)", picker.DEFAULT_DEADLINE_DAYS, "when the scenario gives none"),
-        ("Serving context per sequence (tokens)", picker.SERVE_CONTEXT, "KV cache sized for it"),
-        ("GPUs per serving copy", "fewest of 1, 2, 4, 8 that hold the model", "udfs/picker.py"),
+        ("Serving throughput per copy", "continuous batching at the largest batch the KV cache holds under the "
+         "engine's memory rules and the latency target allows", "udfs/capacity.py (SERVING_THROUGHPUT); "
+         "docs/serving-model.md"),
+        ("GPUs per serving copy", "the tensor-parallel group of 1, 2, 4 or 8 needing the fewest GPUs for the "
+         "traffic", "udfs/capacity.py (GPUS_FOR_TRAFFIC)"),
         ("Hours per month", HOURS_PER_MONTH, "8,760 / 12"),
-        ("Serving cost", "$/GPU-h x GPUs x 730 h a month; $/1M tokens at the provisioned tokens/s",
-         "udfs.economics.cost_per_1m_tokens"),
-        ("Owned cost per used GPU-hour", "(capital recovery + power at TDP x PUE x $/kWh + opex) / "
-         "(8,760 h x utilization)", "udfs.economics.owned_cost_per_gpu_hour"),
+        ("Rented cost", "$/GPU-h x GPU-hours rented: every GPU 730 h a month serving; the job's GPU-hours "
+         "training", "udfs/sweep.py"),
+        ("Owned monthly cash per GPU", "capital recovery of the all-in system price at the cost of capital (residual "
+         "netted) + scale-out network (share of the system price, recovered the same way) + colocation $/kW-month "
+         "x the server's kW + the server's power x PUE x $/kWh for every hour + opex; the same whatever the "
+         "utilization", "udfs.economics.datacenter_month (DATACENTER_COST_PER_GPU_MONTH)"),
+        ("Server power per GPU", f"GPU TDP x {economics.SYSTEM_POWER_FACTOR:.2f}",
+         "NVIDIA DGX H100: up to 10.2 kW for 8 x 700 W GPUs"),
+        ("Owned cost of a training job", "GPU-hours x monthly cash / (730 h x utilization)",
+         "the job's share of GPUs busy that share of their life"),
+        ("Serving cost per 1M output tokens", "monthly cost / output tokens produced a month (peak requests/min x "
+         "tokens x 60 x 730 h x average share of the peak)", "udfs.scenario.Scenario.tokens_per_month"),
+        ("Capex (owned)", "GPUs x all-in system price x (1 + network share)", "paid up front"),
+        ("Break-even month", "first month the rent of the same GPUs at the cheapest cloud rate reaches the capex "
+         "plus the running cash (simple payback)", "udfs.sweep.breakeven_month"),
+        ("All-in system price per GPU", "a published server price / its GPUs; else the card price + 44.1% platform "
+         "allowance (the H100 HGX server per GPU over the H100 card price)", "udfs/data/gpus.csv system_price_*"),
         ("Cloud rate", "cheapest current on-demand $/GPU-h in the catalog, unless the scenario overrides it",
          "udfs/data/cloud.csv"),
     ]
+    ws.merge_cells(start_row=row - 1, start_column=3, end_row=row - 1, end_column=LAST)
     for label, value, basis in assumptions:
         _put(ws, row, 1, label)
         _put(ws, row, 2, value, "0%" if isinstance(value, float) and value < 1 else None)
-        _put(ws, row, 3, basis).font = st.NOTE_FONT
+        _across(ws, row, 3, basis).font = st.NOTE_FONT
         row += 1
     row += 1
 
     model = picker.model_for(sc.model)
     _section(ws, row, "Model")
     row += 1
-    mcols = ["Model", "Parameters", "Layers", "Hidden", "Heads", "KV heads", "Source", "As of"]
+    mcols = ["Model", "Parameters", "Layers", "Hidden", "Heads", "KV heads", "As of"]
     _header(ws, row, mcols)
     row += 1
-    vals = [model.name, model.params, model.layers, model.hidden, model.heads, model.kv_heads,
-            model.source or "scaled from the nearest catalog model", model.as_of]
+    vals = [model.name, model.params, model.layers, model.hidden, model.heads, model.kv_heads, model.as_of]
     for j, v in enumerate(vals, start=1):
-        _put(ws, row, j, v, st.SCI if j == 2 else (st.INT if isinstance(v, (int, float)) else None))
+        _put(ws, row, j, v, st.PARAMS if j == 2 else (st.INT if isinstance(v, (int, float)) else None))
+    row += 1
+    _across(ws, row, 1, "Source: " + (model.source or "scaled from the nearest catalog model")).font = st.NOTE_FONT
     row += 2
 
     _section(ws, row, "GPUs")
     row += 1
     pcol = catalog.precision_row(sc.precision).tensor_column
     gcols = ["GPU", "Memory (GB)", "Bandwidth (TB/s)", f"{sc.precision} dense TFLOPS", "TDP (W)",
-             "Link (GB/s)", "Purchase price ($)", "Price source", "Price as of", "Source", "As of"]
+             "Link (GB/s)", "Card price ($)", "Card price as of", "All-in per GPU ($)", "All-in as of",
+             "Card price kind", "All-in kind", "Card price source", "All-in source", "Source", "As of"]
     _header(ws, row, gcols)
     row += 1
     for name in res.used_gpus:
         g = catalog.gpu(name)
         vals = [g.name, g.memory_gb, g.bandwidth_tbs, g.tensor_tflops(sc.precision), g.tdp_w, g.interconnect_gbs,
-                g.price_usd, g.price_source, g.price_as_of, g.source, g.as_of]
+                g.price_usd, g.price_as_of, g.system_price_usd, g.system_price_as_of, g.price_kind,
+                g.system_price_kind, g.price_source, g.system_price_source, g.source, g.as_of]
         for j, v in enumerate(vals, start=1):
-            _put(ws, row, j, v, "#,##0.###" if isinstance(v, float) else None)
+            _put(ws, row, j, v, st.USD0 if j in (7, 9) and v is not None else ("#,##0.###" if isinstance(v, float)
+                                                                           else None))
         row += 1
     del pcol
+    row += 1
+    _section(ws, row, "GPU sources")
+    row += 1
+    for name in res.used_gpus:
+        g = catalog.gpu(name)
+        text = f"{g.name}: specifications: {g.source}" + (f"; price: {g.price_source}" if g.price_source else "")
+        _across(ws, row, 1, text).font = st.NOTE_FONT
+        row += 1
     row += 1
 
     _section(ws, row, "Cloud prices (cheapest current on-demand row per GPU)")
     row += 1
-    ccols = ["GPU", "Provider", "Instance", "$ per GPU-hour", "Region", "Price date", "Source", "As of"]
+    ccols = ["GPU", "Provider", "Instance", "$ per GPU-hour", "Region", "Price date", "As of"]
     _header(ws, row, ccols)
     row += 1
+    prices = []
     for name in res.used_gpus:
         p = catalog.cheapest_cloud_price(name)
         if p is None:
             _put(ws, row, 1, name)
-            _put(ws, row, 2, "no current on-demand price in the catalog").font = st.NOTE_FONT
+            _across(ws, row, 2, "no current on-demand price in the catalog").font = st.NOTE_FONT
         else:
+            prices.append(p)
             for j, v in enumerate([p.gpu, p.provider, p.instance, p.usd_per_gpu_hour, p.region, p.price_date,
-                                   p.source, p.as_of], start=1):
+                                   p.as_of], start=1):
                 _put(ws, row, j, v, st.USD if j == 4 else None)
+        row += 1
+    row += 1
+    _section(ws, row, "Cloud price sources")
+    row += 1
+    for p in prices:
+        _across(ws, row, 1, f"{p.gpu} ({p.provider} {p.instance}): {p.source}").font = st.NOTE_FONT
         row += 1
     if sc.cloud_overrides or sc.purchase_overrides:
         row += 1
@@ -492,8 +629,11 @@ def _assumptions(wb: Workbook, res: Result):
             _put(ws, row, 2, sc.cloud_overrides.get(g), st.USD)
             _put(ws, row, 3, sc.purchase_overrides.get(g), st.USD0)
             row += 1
-    st.set_widths(ws, {"A": 40, "B": 22, "C": 40, "D": 16, "E": 12, "F": 12, "G": 18, "H": 40, "I": 12,
-                       "J": 50, "K": 12})
+    for cells in ws.iter_rows(min_row=4, max_col=2):
+        for cell in cells:
+            if isinstance(cell.value, str) and cell.coordinate not in ws.merged_cells:
+                cell.alignment = st.WRAP
+    st.set_widths(ws, ASSUMPTION_WIDTHS)
 
 
 # ---------------------------------------------------------------- the workbook
@@ -506,9 +646,7 @@ def build(sc: Scenario, res: Result | None = None) -> Workbook:
     _charts(wb, res)
     _assumptions(wb, res)
     for ws in wb.worksheets:
-        print_setup(ws)
-    for name in ("Summary", "Charts"):                 # one printed page each
-        wb[name].page_setup.fitToHeight = 1
+        print_setup(ws, partial=ws.title in ("Options", "Assumptions and sources"))
     props = wb.properties
     props.title = f"Flopsheet report - {sc.name}"[:250]
     props.creator = "Flopsheet"
@@ -584,7 +722,10 @@ def run_command(args) -> int:
     best = res.best
     summary = (f"recommended: {best.label}, ${best.total_cost:,.0f}" + (" per month" if res.scenario.serving else "")
                if best else "no option meets every constraint")
-    print(f"wrote {out} ({len(res.rows)} options; {summary})")
+    said = sys.stderr if args.json else sys.stdout       # with --json, stdout is the JSON object alone
+    print(f"wrote {out} ({len(res.rows)} options; {summary})", file=said)
     if args.csv:
-        print(f"wrote {out.with_suffix('.csv')}")
+        print(f"wrote {out.with_suffix('.csv')}", file=said)
+    if args.json:
+        print(json.dumps(as_json(res), allow_nan=False, indent=2))
     return 0

@@ -48,7 +48,7 @@ def build(path, inputs: dict | None = None) -> Book:
     book.input(ws, 5, "Scenario name", "TB_Scenario", "Llama 2 7B pre-training (lesson example)", text=True)
     model = book.input(ws, 6, "Model (or a parameter count)", "TB_Model", "Llama 2 7B", choices="CatModelNames",
                        allow_other=True, help="Catalog model name, or type a parameter count such as 7000000000.")
-    tokens = book.input(ws, 7, "Training tokens", "TB_Tokens", 2e12, fmt=st.SCI, arg=TOKENS, unit="tokens")
+    tokens = book.input(ws, 7, "Training tokens", "TB_Tokens", 2e12, fmt=st.TOKENS, arg=TOKENS, unit="tokens")
     prec = book.input(ws, 8, "Precision", "TB_Precision", "bf16", choices="CatPrecisionNames",
                       help="Weight format; also picks the GPU's tensor peak used for speed.")
     optim = book.input(ws, 9, "Optimizer", "TB_Optimizer", "adamw", choices="ListOptimizers",
@@ -83,7 +83,7 @@ def build(path, inputs: dict | None = None) -> Book:
                      fmt="#,##0", key=True, label="GPUs needed")
     book.glue(ws, "B22", f'IF({count.coord}>=B21,"Yes","No")',
               lambda get: "Yes" if get(count) >= get(need) else "No", label="Fits")
-    book.calc(ws, "B23", "TRAINING_FLOPS", {"model_or_params": model, "tokens": tokens}, fmt=st.SCI,
+    book.calc(ws, "B23", "TRAINING_FLOPS", {"model_or_params": model, "tokens": tokens}, fmt=st.FLOPS,
               label="Training FLOPs")
     missing = tensor_missing(gpu.coord, prec.coord)
     common = {"model_or_params": model, "tokens": tokens, "gpu": gpu, "mfu": mfu, "precision": prec}
@@ -140,5 +140,6 @@ def build(path, inputs: dict | None = None) -> Book:
                          Reference(ws, min_col=6, min_row=top, max_row=last),
                          Reference(ws, min_col=1, min_row=top + 1, max_row=last), number_format='"$"#,##0')
     chart.y_axis.title = "$"
-    book.chart(ws, chart, "I4")
+    chart.height, chart.width = st.bar_chart_height(len(gpus)), 26   # below the table: one page wide
+    book.chart(ws, chart, f"A{last + 2}")
     return book.finish(path)

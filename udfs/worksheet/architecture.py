@@ -1,9 +1,9 @@
 """Architecture-aware functions: parameter counts, serving memory and fit, decode and
 prefill speed, training memory (ZeRO) and QLoRA memory."""
 
-from .. import arch, serving, training
+from .. import arch, capacity, serving, training
 from ..registry import Arg, worksheet
-from .common import (BATCH, CONTEXT, GPU, KV_PRECISION, MODEL, N_GPUS, PRECISION, PROMPT, USABLE, positive,
+from .common import (BATCH, CONTEXT, ENGINE, GPU, KV_PRECISION, MODEL, N_GPUS, PRECISION, PROMPT, USABLE, positive,
                      required)
 
 @worksheet("PARAM_COUNT", "Parameter count of a catalog model (total, or active per token for mixture-of-experts).",
@@ -64,28 +64,34 @@ def max_context(model, gpu, precision, batch, n_gpus, usable_fraction):
     return serving.max_context(model, gpu, precision, batch, n_gpus, serving.KV_PRECISION, usable_fraction)
 
 
-@worksheet("DECODE_TOKENS_PER_SEC", "Generated tokens per second summed over the batch, from a roofline: the larger of "
-           "compute time and memory time (weights + KV cache read each step) at achievable fractions of peak, plus "
-           "a fixed per-layer overhead.", "tokens/s (total)", "Serving",
-           [MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS],
-           examples=[(("Llama 2 7B", "H100", "fp16", 1, 1024), 130.02)])
-def decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus):
-    return serving.decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus)
+@worksheet("DECODE_TOKENS_PER_SEC", "Generated tokens per second summed over the batch. A decode step, per GPU of the "
+           "tensor-parallel group, is the sum of its operations, each on its own roofline: the weight matrices "
+           "(bytes / bandwidth or FLOPs / peak, whichever is longer), the KV cache of every sequence, two all-reduces "
+           "per layer and the engine's fixed time per layer and step, at the engine's achieved shares of peak "
+           "(see SERVING_THROUGHPUT for the rate under continuous batching).", "tokens/s (total)", "Serving",
+           [MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS, ENGINE],
+           examples=[(("Llama 2 7B", "H100", "fp16", 1, 1024), 182.11),
+                     (("Llama 3 8B", "RTX 4090", "q4_k_m", 1, 512, 1, "llama.cpp"), 120.15)])
+def decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus, engine):
+    return batch / capacity.decode_step(model, gpu, precision, batch, context, n_gpus, None, engine or None).total
 
 
-@worksheet("PREFILL_TOKENS_PER_SEC", "Prompt tokens processed per second (compute-bound): 2 x active parameters plus "
-           "attention FLOPs per token at the achievable share of dense peak.", "tokens/s", "Serving",
-           [MODEL, GPU, PRECISION, PROMPT, BATCH, N_GPUS],
-           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 15287)])
-def prefill_tokens_per_sec(model, gpu, precision, prompt_tokens, batch, n_gpus):
-    return prompt_tokens * batch / serving.prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus)
+@worksheet("PREFILL_TOKENS_PER_SEC", "Prompt tokens processed per second: 2 x parameters plus causal-attention FLOPs "
+           "per token at the engine's achieved share of dense peak, never faster than reading the weights once per "
+           "chunk of its token budget.", "tokens/s", "Serving",
+           [MODEL, GPU, PRECISION, PROMPT, BATCH, N_GPUS, ENGINE],
+           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 15838)])
+def prefill_tokens_per_sec(model, gpu, precision, prompt_tokens, batch, n_gpus, engine):
+    return prompt_tokens * batch / capacity.prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus,
+                                                            engine or None)
 
 
-@worksheet("TIME_TO_FIRST_TOKEN_MS", "Time to the first output token: prefill of the prompt (batch of requests "
-           "arriving together).", "ms", "Serving", [MODEL, GPU, PRECISION, PROMPT, BATCH, N_GPUS],
-           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 133.97)])
-def time_to_first_token_ms(model, gpu, precision, prompt_tokens, batch, n_gpus):
-    return serving.prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus) * 1000
+@worksheet("TIME_TO_FIRST_TOKEN_MS", "Time to the first output token: prefill of the prompts (a batch of requests "
+           "arriving together) plus one decode step, since the first token leaves at the end of an engine "
+           "iteration.", "ms", "Serving", [MODEL, GPU, PRECISION, PROMPT, BATCH, N_GPUS, ENGINE],
+           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 138.43), (("LLaMA 7B", "A100", "fp16", 128), 17.12)])
+def time_to_first_token_ms(model, gpu, precision, prompt_tokens, batch, n_gpus, engine):
+    return capacity.time_to_first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, engine or None) * 1000
 
 
 TRAIN_PARTS = ("total", "weights", "gradients", "optimizer", "activations", "overhead")

@@ -23,10 +23,12 @@ def _field(row, field: str, fields: set[str], what: str):
 
 
 @worksheet("GPU_SPEC", "One catalog figure of a GPU (dense tensor figures; memory in GB as the vendor states it; "
-           "bandwidth in TB/s; TDP in W; price in $).", "the field's unit", "Catalog",
-           [GPU, Arg("field", "text", "Catalog column, e.g. bf16_tflops, memory_gb, bandwidth_tbs, tdp_w, price_usd, source")],
+           "bandwidth in TB/s; TDP in W; price_usd = the card, system_price_usd = all-in per GPU in a server, each with "
+           "its _kind, _as_of and _source).", "the field's unit", "Catalog",
+           [GPU, Arg("field", "text", "Catalog column, e.g. bf16_tflops, memory_gb, bandwidth_tbs, tdp_w, price_usd, "
+                     "price_kind, system_price_usd, source")],
            returns="any", examples=[(("H100", "bf16_tflops"), 989.5), (("RTX 4090", "memory_gb"), 24.0),
-                                    (("nvidia h100 sxm5 80gb", "bandwidth_tbs"), 3.35)])
+                                    (("nvidia h100 sxm5 80gb", "bandwidth_tbs"), 3.35), (("H100", "system_price_usd"), 39625.0)])
 def gpu_spec(gpu, field):
     return _field(gpu, field, catalog.GPU_FIELDS, "GPU")
 
@@ -41,7 +43,7 @@ def model_spec(model, field):
 
 GPU_LIST_COLUMNS = ("name", "vendor", "tier", "memory_gb", "bandwidth_tbs", "fp32_tflops", "tf32_tflops",
                     "bf16_tflops", "fp16_tflops", "fp8_tflops", "int8_tops", "fp4_tflops", "tdp_w",
-                    "interconnect_gbs", "price_usd", "price_as_of", "source", "as_of")
+                    "interconnect_gbs", "price_usd", "price_kind", "price_as_of", "system_price_usd", "source", "as_of")
 
 
 @worksheet("GPU_LIST", "The GPU catalog as a table (dense figures), optionally one tier.", "table", "Catalog",
@@ -60,12 +62,14 @@ def _names(value) -> list[str]:
     return [n.strip() for n in str(value).split(",") if n.strip()]
 
 
-def compare_row(g: catalog.Gpu, model_size_gb: float = 14.0, efficiency: float = 0.7) -> list:
-    """The lesson's derived metrics for one GPU (its `build_gpu_comparison_dataframe`)."""
-    price_k = g.price_usd / 1000 if g.price_usd else None
+def compare_row(g: catalog.Gpu, model_size_gb: float = 14.0, efficiency: float = 0.7, lesson_prices: bool = False) -> list:
+    """The lesson's derived metrics for one GPU (its `build_gpu_comparison_dataframe`), at the
+    lesson's own prices for its comparison set, else the catalog's card price."""
+    price = g.lesson_price_usd if lesson_prices else g.price_usd
+    price_k = price / 1000 if price else None
     bw = g.bandwidth_tbs
     fits = g.memory_gb is not None and g.memory_gb >= model_size_gb
-    return [g.name, g.tier, g.memory_gb, g.bf16_tflops, g.fp8_tflops, bw, g.interconnect_gbs, g.tdp_w, g.price_usd,
+    return [g.name, g.tier, g.memory_gb, g.bf16_tflops, g.fp8_tflops, bw, g.interconnect_gbs, g.tdp_w, price,
             bw * 1000 / price_k if (bw and price_k) else None,
             g.bf16_tflops / price_k if (g.bf16_tflops and price_k) else None,
             lesson.tokens_per_sec(bw, model_size_gb, 1, efficiency) if (bw and fits) else None]
@@ -91,7 +95,7 @@ def gpu_compare(gpus, sort_by):
         chosen = [g for g in catalog.gpus() if g.price_usd]
     else:
         chosen = [catalog.gpu(n) for n in names]
-    rows = [compare_row(g) for g in chosen]
+    rows = [compare_row(g, lesson_prices=names == ["lesson"]) for g in chosen]
     if sort_by != "none":
         col = COMPARE_HEADER.index(sort_by)
         rows.sort(key=lambda r: -(r[col] if r[col] is not None else float("-inf")))

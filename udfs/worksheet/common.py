@@ -6,6 +6,7 @@ hardware_cost_usd, power_w, usd_per_kwh, ...); each concept has one default."""
 from dataclasses import replace
 
 from ..catalog import PRICE_SETS, PRICINGS
+from ..engines import DEFAULT_ENGINE_TEXT
 from ..lesson import MEMORY_PARTS, OPTIMIZERS
 from ..registry import REQUIRED, Arg
 
@@ -44,6 +45,10 @@ N_GPUS = Arg("n_gpus", "integer", "GPUs working as one (tensor parallel: GPUs ho
 CONTEXT = Arg("context", "number", "Tokens held per sequence in the KV cache (prompt + output so far)", "tokens",
               default=4096, min=1)
 PROMPT = Arg("prompt_tokens", "number", "Prompt length", "tokens", default=1024, min=1)
+OUTPUT = Arg("output_tokens", "number", "Tokens generated per request", "tokens", default=256, min=1)
+ENGINE = Arg("engine", "engine", "Inference engine: vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp, MLC-LLM, ExLlamaV2, "
+             "transformers or DeepSpeed (names matched loosely: \"trtllm\", \"llamacpp\", \"hf\"). Blank: "
+             f"{DEFAULT_ENGINE_TEXT}", default="")
 USABLE = Arg("usable_fraction", "number", "Share of GPU memory the server may use (vLLM's default 0.9)", "fraction",
              default=0.9, min=0, min_open=True, max=1)
 

@@ -80,16 +80,18 @@ def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts,
                 default="", min=0, min_open=True),
             Arg("gpu_name", "text", "Name shown in results and messages", default=""),
             Arg("fp4_tflops", "number", "Dense FP4 tensor throughput (blank: none)", "TFLOPS", default="", min=0,
-                min_open=True)],
+                min_open=True),
+            Arg("vendor", "text", "Maker (NVIDIA, AMD, Apple, ...): sets the default inference engine, TensorRT-LLM "
+                "on NVIDIA and vLLM on others, as for catalog GPUs", default="")],
            returns="text",
            examples=[((80, 3.35, 989.5, 1979, "HBM3"), "gpu: 80GB 3.35TB/s bf16=989.5 fp8=1979 HBM3"),
                      ((192, 0.8, "", "", "unified", "", "", "", "Mac Studio M2 Ultra"),
                       'gpu: 192GB 0.8TB/s unified name="Mac Studio M2 Ultra"')])
 def gpu_define(memory_gb, bandwidth_tbs, bf16_tflops, fp8_tflops, memory_type, tdp_w, price_usd, interconnect_gbs,
-               gpu_name, fp4_tflops):
+               gpu_name, fp4_tflops, vendor):
     fields = {"memory_gb": memory_gb, "bandwidth_tbs": bandwidth_tbs, "bf16_tflops": bf16_tflops,
               "fp8_tflops": fp8_tflops, "fp4_tflops": fp4_tflops, "tdp_w": tdp_w,
-              "price_usd": price_usd, "interconnect_gbs": interconnect_gbs}
+              "price_usd": price_usd, "interconnect_gbs": interconnect_gbs, "vendor": vendor}
     text = spec.format_gpu({k: v for k, v in fields.items() if v not in ("", None)} | {"memory_type": memory_type},
                            gpu_name)
     spec.parse_gpu(text)                     # the memory type and figures must read back

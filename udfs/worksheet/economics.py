@@ -3,9 +3,9 @@ split into input (prefill) and output (decode) tokens."""
 
 from dataclasses import replace
 
-from .. import economics, serving
+from .. import capacity, economics
 from ..registry import Arg, worksheet
-from .common import (BATCH, CLOUD_USD_PER_GPU_HOUR, CONTEXT, GPU, HARDWARE_COST_USD, LIFETIME_YEARS, MODEL, N_GPUS,
+from .common import (BATCH, CLOUD_USD_PER_GPU_HOUR, CONTEXT, ENGINE, GPU, HARDWARE_COST_USD, LIFETIME_YEARS, MODEL, N_GPUS,
                      POWER_W, PRECISION, PROMPT, USD_PER_GPU_HOUR, USD_PER_KWH, UTILIZATION, positive)
 
 PUE = Arg("pue", "number", "Facility power usage effectiveness (1 = no overhead; data centres average ~1.5)", "x",
@@ -30,6 +30,58 @@ def owned_cost_per_gpu_hour(hardware_cost_usd, lifetime_years, power_w, pue, usd
                             cost_of_capital, residual_value_usd, opex_usd_per_year):
     return economics.owned_cost_per_gpu_hour(hardware_cost_usd, lifetime_years, power_w, pue, usd_per_kwh, utilization,
                                              cost_of_capital, residual_value_usd, opex_usd_per_year)
+
+
+# --- owning like a data centre (the model the picker and the report use) ----------------------
+SYSTEM_PRICE = replace(HARDWARE_COST_USD, help="All-in price per GPU: its share of a complete server, e.g. "
+                       "GPU_SPEC(gpu, \"system_price_usd\")")
+SYSTEM_POWER = positive("power_w", "Power of the server per GPU (no default: a server draws more than its GPUs' "
+                        f"TDP; NVIDIA DGX H100: 10.2 kW for 8 x 700 W GPUs = TDP x {economics.SYSTEM_POWER_FACTOR:.2f})",
+                        "W")
+NETWORK = Arg("network_share", "number", "Scale-out network (switches, optics, cables) as a share of the system "
+              "price (default 10%: InfiniBand fabric ~$4.2k per GPU at 1-2k GPUs against a $39.6k H100 server, 'H100 "
+              "Freakonomics' 2024; Bernstein puts networking at 13% of AI data-centre capex; 0 for one server)",
+              "fraction", default=economics.NETWORK_SHARE, min=0, max=1)
+COLOCATION = Arg("usd_per_kw_month", "number", "Colocation rent per kW of the server's power (default $184.06: CBRE "
+                 "North America asking rate, 250-500 kW, H2 2024); 0 where you own the building", "$/kW-month",
+                 default=economics.USD_PER_KW_MONTH, min=0)
+DC_ARGS = [
+    LIFETIME_YEARS,
+    replace(RATE, default=economics.DC_COST_OF_CAPITAL,
+            help="Annual cost of capital the purchase is recovered at (default 8%: an assumed corporate rate, unlike "
+                 "the lesson's straight-line 0; set your own)"),
+    RESIDUAL,
+    NETWORK, COLOCATION,
+    replace(PUE, default=economics.DC_PUE,
+            help="Facility power usage effectiveness (default 1.58, unlike the lesson's 1: the Uptime Institute "
+                 "survey average; ~1.3 new colocation, 1.1-1.2 hyperscale)"),
+    USD_PER_KWH, OPEX]
+
+
+def _dc_kwargs(kw) -> dict:
+    return {k: kw[k] for k in ("lifetime_years", "cost_of_capital", "residual_value_usd", "network_share",
+                               "usd_per_kw_month", "pue", "usd_per_kwh", "opex_usd_per_year")}
+
+
+@worksheet("DATACENTER_COST_PER_GPU_MONTH", "Cash cost of one owned GPU a month in a data centre, the same whatever "
+           "its utilization: capital recovery of the all-in system price (cost of capital, residual value) + the "
+           "scale-out network's share + colocation rent for the server's kW + power x PUE x $/kWh + opex. "
+           "part = total or one line.", "$/GPU-month", "Economics",
+           [SYSTEM_PRICE, SYSTEM_POWER] + DC_ARGS +
+           [Arg("part", "choice", "Which line to return", choices=("total",) + economics.DC_PARTS, default="total")],
+           examples=[((39625, 1275), 1820.6), ((39625, 1275, 3, 0, 0, 0, 0, 1, 0.12), 1212.38)])
+def datacenter_cost_per_gpu_month(hardware_cost_usd, power_w, part, **kw):
+    return economics.datacenter_month(hardware_cost_usd, power_w, **_dc_kwargs(kw))[part]
+
+
+@worksheet("DATACENTER_COST_PER_GPU_HOUR", "Cost of an owned data-centre GPU per used GPU-hour: "
+           "DATACENTER_COST_PER_GPU_MONTH / (730 h x utilization). The monthly cash does not change with "
+           "utilization; the cost per used hour (and per token) does.", "$/GPU-hour", "Economics",
+           [SYSTEM_PRICE, SYSTEM_POWER, UTIL_DEFAULT] + DC_ARGS,
+           examples=[((39625, 1275), 3.5628)],
+           formula='(({hardware_cost_usd}*(1+{network_share})-{residual_value_usd}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))/12+{usd_per_kw_month}*{power_w}/1000+{power_w}/1000*730*{pue}*{usd_per_kwh}+{opex_usd_per_year}/12)/(730*{utilization})')
+def datacenter_cost_per_gpu_hour(hardware_cost_usd, power_w, utilization, **kw):
+    return economics.datacenter_cost_per_gpu_hour(hardware_cost_usd, power_w, utilization, **_dc_kwargs(kw))
 
 
 @worksheet("BREAKEVEN_UTILIZATION", "Utilization above which owning a GPU is cheaper than renting the hours used "
@@ -75,40 +127,42 @@ INPUT_SHARE = Arg("input_share", "number", "Share of tokens that are input (3:1 
                   default=0.75, min=0, max=1)
 
 
-def _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus):
-    rate = prompt_tokens * batch / serving.prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus)
+def _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus, engine):
+    seconds = capacity.prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus, engine or None)
+    rate = prompt_tokens * batch / seconds
     return economics.cost_per_1m_tokens(usd_per_gpu_hour * n_gpus, rate)
 
 
-def _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus):
-    rate = serving.decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus)
+def _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus, engine):
+    step = capacity.decode_step(model, gpu, precision, batch, context, n_gpus, None, engine or None)
+    rate = batch / step.total
     return economics.cost_per_1m_tokens(usd_per_gpu_hour * n_gpus, rate)
 
 
 @worksheet("COST_PER_1M_INPUT_TOKENS", "Cost per million input (prompt) tokens: GPU-hour price x GPUs / prefill "
            "tokens per hour.", "$ per 1M input tokens", "Economics",
-           [GPU_HOUR_PRICE, MODEL, GPU, PRECISION, BATCH, PROMPT, N_GPUS],
-           examples=[((2.0, "Llama 2 7B", "H100", "fp16", 1, 2048), 0.011934)])
-def cost_per_1m_input_tokens(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus):
-    return _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus)
+           [GPU_HOUR_PRICE, MODEL, GPU, PRECISION, BATCH, PROMPT, N_GPUS, ENGINE],
+           examples=[((2.0, "Llama 2 7B", "H100", "fp16", 1, 2048), 0.011127)])
+def cost_per_1m_input_tokens(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus, engine):
+    return _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus, engine)
 
 
 @worksheet("COST_PER_1M_OUTPUT_TOKENS", "Cost per million output (generated) tokens: GPU-hour price x GPUs / decode "
            "tokens per hour at the batch.", "$ per 1M output tokens", "Economics",
-           [GPU_HOUR_PRICE, MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS],
-           examples=[((2.0, "Llama 2 7B", "H100", "fp16", 1, 1024), 4.2729)])
-def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus):
-    return _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus)
+           [GPU_HOUR_PRICE, MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS, ENGINE],
+           examples=[((2.0, "Llama 2 7B", "H100", "fp16", 1, 1024), 3.0507)])
+def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus, engine):
+    return _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus, engine)
 
 
 @worksheet("BLENDED_COST_PER_1M_TOKENS", "Cost per million tokens for a mix of input and output tokens: "
            "input_share x input cost + (1 - input_share) x output cost.", "$ per 1M tokens", "Economics",
-           [GPU_HOUR_PRICE, MODEL, GPU, INPUT_SHARE, PRECISION, BATCH, PROMPT, CONTEXT, N_GPUS],
-           examples=[((2.0, "Llama 2 7B", "H100", 0.75, "fp16", 1, 2048, 1024), 1.0772)])
+           [GPU_HOUR_PRICE, MODEL, GPU, INPUT_SHARE, PRECISION, BATCH, PROMPT, CONTEXT, N_GPUS, ENGINE],
+           examples=[((2.0, "Llama 2 7B", "H100", 0.75, "fp16", 1, 2048, 1024), 0.77101)])
 def blended_cost_per_1m_tokens(usd_per_gpu_hour, model, gpu, input_share, precision, batch, prompt_tokens, context,
-                               n_gpus):
-    cost_in = _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus)
-    cost_out = _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus)
+                               n_gpus, engine):
+    cost_in = _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus, engine)
+    cost_out = _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus, engine)
     return input_share * cost_in + (1 - input_share) * cost_out
 
 

@@ -1,0 +1,451 @@
+"""Honest accuracy of the serving estimates: every measured inference row, in-sample and
+out-of-sample.
+
+    python3 benchmarks/serving_accuracy.py [--measured DIR] [--worst N]
+
+Every constant that was chosen by looking at measured rows is listed in FITTED with the rows
+it is chosen from and the rule that chooses it (the value that makes the median error of
+those rows zero). The in-sample error scores the shipped constants on every row; the
+leave-one-out error re-chooses each constant without the row being scored, by the same rule
+(falling back to its physical prior when fewer than MIN_ROWS rows remain), so a constant is
+never scored on a row it was chosen from. Constants not in FITTED come from engine
+documentation or physics (udfs/data/engines.csv says which) and score the same either way.
+
+Metrics (one per kind of measurement; none is skipped silently):
+  decode_b1       decode tokens/s of one sequence, with the row's engine
+  fixed_batch     output tokens/s of a static batch (prefill, then decode), total over GPUs
+  max_throughput  output tokens/s of a model copy at the largest batch the engine runs
+                  (trtllm-bench max-throughput, MLPerf Offline/Server), SERVING_THROUGHPUT
+  prefill         time to first token (ms) and prompt processing (tokens/s)
+  fit             out-of-memory rows: does the estimate agree that it does not fit
+Rows whose GPU or model is not in the catalog are listed with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import re
+import statistics
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from udfs import capacity, catalog, engines  # noqa: E402
+from udfs.errors import FlopsheetError  # noqa: E402
+
+from benchmarks.accuracy import find_gpu, find_model, find_precision, number  # noqa: E402  (row matching)
+
+METRICS = {
+    "decode_b1": "Batch-1 decode tokens/s, with the row's engine",
+    "fixed_batch": "Fixed-batch throughput (output tokens/s, total)",
+    "max_throughput": "Max-throughput output tokens/s (SERVING_THROUGHPUT)",
+    "prefill": "Time to first token / prompt processing",
+}
+MIN_ROWS = 2
+
+# Engines named in measurements that are not profiles of their own.
+ENGINE_ALIASES = {
+    "amd submission stack": ("vLLM", "AMD's MLPerf Inference v4.1 Llama 2 70B submission ran vLLM on ROCm"),
+}
+# Workloads named instead of lengths. MLPerf's Llama 2 70B set (OpenOrca): answers average
+# ~290 tokens (the H100 Offline row: 24,524.9 tokens/s at 84.48 samples/s); prompts are taken
+# as the same length (the sensitivity is printed in the report).
+DATASETS = {"openorca": (290, 290)}
+# Tables that report output tokens/s per GPU without saying so in every header: TensorRT-LLM
+# v0.6.1 performance.md heads its H100 table "out tok/s/GPU" and its A100 and L40S tables
+# "out tok/s"; the A100 tensor-parallel rows are only physical per GPU (LLaMA 70B at batch
+# 1280, 128/128 tokens, on four A100s: 670 tok/s in total would be a fifth of what the four
+# GPUs' FP16 peak allows for the prefill and decode FLOPs alone).
+PER_GPU_SOURCES = ("TensorRT-LLM/blob/v0.6.1/docs/source/performance.md",)
+# Hugging Face's BLOOM inference scripts generate 100 new tokens from one-sentence prompts.
+HF_BLOOM_LENGTHS = (16, 100)
+
+
+# ---------------------------------------------------------------------------- rows
+
+@dataclass(frozen=True)
+class Case:
+    metric: str
+    ref: str
+    label: str
+    model: catalog.Model
+    gpu: catalog.Gpu
+    precision: str
+    n_gpus: int
+    engine: engines.Engine
+    batch: int            # 0 for max-throughput rows
+    prompt: float
+    output: float
+    measured: float       # in `unit`
+    unit: str             # "tokens/s" or "ms"
+    note: str = ""
+    max_tpot_ms: float | None = None
+    max_ttft_ms: float | None = None
+    system: bool = False  # a whole system's result (MLPerf): its GPUs may run several model copies
+    continuous: bool = False  # a fixed number of requests in flight under continuous batching
+
+    def speed(self, value: float) -> float:
+        """A figure where bigger is faster, so every error has the same sign convention."""
+        return 1 / value if self.unit == "ms" else value
+
+
+@dataclass
+class Result:
+    """A scored case: its estimate with the shipped constants and with the row-chosen
+    constants re-chosen without it. Errors are (estimate - measured) / measured in the row's
+    own unit (for a latency, positive means the estimate is slower)."""
+    case: Case
+    estimate: float
+    estimate_out: float
+
+    @property
+    def in_sample(self) -> float:
+        return self.estimate / self.case.measured - 1
+
+    @property
+    def out_of_sample(self) -> float:
+        return self.estimate_out / self.case.measured - 1
+
+
+def default_dir() -> Path:
+    return ROOT / "benchmarks" / "measured"
+
+
+def read(directory: Path) -> list[tuple[str, dict[str, str]]]:
+    path = directory / "inference_measured.csv"
+    with path.open(newline="", encoding="utf-8") as handle:
+        return [(f"{path.name}:{i}", r) for i, r in enumerate(csv.DictReader(handle), start=2)]
+
+
+def _engine(name: str, gpu: catalog.Gpu) -> tuple[engines.Engine, str]:
+    mapped = ENGINE_ALIASES.get(name.strip().lower())
+    if mapped:
+        return engines.engine(mapped[0]), mapped[1]
+    try:
+        return engines.engine(name, gpu), ""
+    except FlopsheetError:
+        default = engines.engine("", gpu)
+        return default, f"engine '{name}' has no profile: {default.name}'s used"
+
+
+def _constraints(row: dict[str, str]) -> tuple[float | None, float | None]:
+    """Latency limits of a server scenario, from the row's note ("TTFT 2 s, TPOT 200 ms")."""
+    limits = []
+    for what in ("TPOT", "TTFT"):
+        match = re.search(what + r"\s*([\d.]+)\s*(ms|s)\b", row["note"])
+        limits.append(None if not match else float(match.group(1)) * (1000 if match.group(2) == "s" else 1))
+    return limits[0], limits[1]
+
+
+def _lengths(row: dict[str, str]) -> tuple[float | None, float | None]:
+    text = (row["input_len"] + " " + row["output_len"]).lower()
+    for name, lengths in DATASETS.items():
+        if name in text:
+            return lengths
+    return number(row["input_len"]), number(row["output_len"])
+
+
+def _per_gpu(row: dict[str, str]) -> bool:
+    unit = row["unit"].lower()
+    return "per gpu" in unit or (int(number(row["num_gpus"]) or 1) > 1 and "total" not in unit
+                                 and any(s in row["source"] for s in PER_GPU_SOURCES))
+
+
+def _total(value: float, row: dict[str, str], n_gpus: int) -> float:
+    """Output tokens/s of all the row's GPUs from the row's unit."""
+    return value * n_gpus if _per_gpu(row) else value
+
+
+def parse(ref: str, row: dict[str, str]) -> Case | str:
+    """A scoreable case, or the reason the row cannot be scored."""
+    what = " | ".join(row[k].strip() for k in ("model", "precision", "gpu", "num_gpus", "engine", "batch_size"))
+    label = f"{ref} {what}"
+    model, gpu = find_model(row["model"]), find_gpu(row["gpu"])
+    if gpu is None:
+        return f"{label}\n      GPU '{row['gpu']}' is not in the catalog"
+    if model is None:
+        return f"{label}\n      model '{row['model']}' is not in the catalog"
+    eng, note = _engine(row["engine"], gpu)
+    precision = find_precision(row["precision"]) or eng.vendor_precision(gpu)
+    if not find_precision(row["precision"]):
+        note = "; ".join(filter(None, [note, f"precision not recorded: {precision}, the fastest format "
+                                             f"{eng.name} runs on {gpu.name}"]))
+    n_gpus = int(number(row["num_gpus"]) or 1)
+    metric_text, unit = row["metric"].lower(), row["unit"].lower()
+    batch_text = row["batch_size"].strip().lower()
+    value_text = row["value"].strip()
+    prompt, output = _lengths(row)
+    common = dict(ref=ref, label=label, model=model, gpu=gpu, precision=precision, n_gpus=n_gpus, engine=eng)
+    if value_text.upper() == "OOM":
+        return Case("fit", batch=1, prompt=prompt or 0, output=output or 0, measured=0, unit="fits",
+                    note=note, **common)
+    value = number(value_text)
+    if value is None or value <= 0:
+        return f"{label}\n      value '{value_text}' is not a measurement"
+    if unit.strip() in ("s", "seconds", "sec"):
+        value, unit = value * 1000, "ms"
+    batch = _batch(batch_text, metric_text)
+    per_token = "token" in unit + metric_text or any(k in metric_text for k in ("tpot", "itl", "inter-token"))
+    if "ms" in unit and per_token and "first" not in metric_text and "ttft" not in metric_text:
+        if "normali" in metric_text:           # throughput-normalised: total time / (batch x tokens)
+            if not (prompt and output):
+                prompt, output = HF_BLOOM_LENGTHS
+                note = "; ".join(filter(None, [note, f"prompt {prompt}, {output} new tokens (the blog's scripts)"]))
+            note = "; ".join(filter(None, [note, "ms/token = 1000 / tokens/s"]))
+            value = 1000 / value
+        else:                                   # time per output token of each sequence
+            note = "; ".join(filter(None, [note, "per-sequence ms/token: batch x 1000 / ms tokens/s"]))
+            value = (batch or 1) * 1000 / value
+        unit = "tokens/s"
+    elif any(w in unit for w in ("per user", "per sequence", "per request", "per stream")) and batch:
+        note = "; ".join(filter(None, [note, "per-sequence figure x batch"]))
+        value *= batch
+    if "ttft" in metric_text or "first-token" in metric_text or "first token" in metric_text:
+        return Case("prefill", batch=1, prompt=prompt or 1, output=1, measured=value, unit="ms", note=note, **common)
+    if "prefill" in metric_text or "prompt processing" in metric_text:
+        return Case("prefill", batch=1, prompt=prompt or 1, output=1, measured=value, unit="tokens/s",
+                    note=note, **common)
+    if not batch:
+        tpot, ttft = _constraints(row) if ("server" in metric_text or "interactive" in metric_text) else (None, None)
+        return Case("max_throughput", batch=0, prompt=prompt or 1, output=output or 1,
+                    measured=_total(value, row, n_gpus), unit="tokens/s", note=note, system="mlperf" in metric_text,
+                    max_tpot_ms=tpot, max_ttft_ms=ttft, **common)
+    if batch == 1:
+        return Case("decode_b1", batch=1, prompt=prompt or 0, output=output or 1, measured=value,
+                    unit="tokens/s", note=note, **common)
+    if _per_gpu(row) and n_gpus > 1:
+        note = "; ".join(filter(None, [note, "per-GPU figure x GPUs" + ("" if "per gpu" in unit else
+                                                                        " (see PER_GPU_SOURCES)")]))
+    continuous = "concurren" in batch_text + metric_text
+    if continuous:
+        note = "; ".join(filter(None, [note, "a fixed number of requests in flight: continuous batching at that batch"]))
+    return Case("fixed_batch", batch=batch, prompt=prompt or 1, output=output or 1,
+                measured=_total(value, row, n_gpus), unit="tokens/s", note=note, continuous=continuous, **common)
+
+
+def _batch(text: str, metric: str) -> int | None:
+    """Sequences decoded together, or None for a maximum-throughput run ("max", "1000 prompts")."""
+    if re.fullmatch(r"\d+", text):
+        return int(text)
+    if "concurren" in text + " " + metric and re.search(r"\d+", text):
+        return int(re.search(r"\d+", text).group(0))
+    return None
+
+
+def safe_parse(ref: str, row: dict[str, str]) -> Case | str:
+    try:
+        return parse(ref, row)
+    except (FlopsheetError, ValueError, KeyError, TypeError) as exc:
+        return f"{ref} {row.get('model', '')}\n      could not read the row: {exc}"
+
+
+# ---------------------------------------------------------------------------- estimates
+
+def estimate(case: Case, eng: engines.Engine) -> float:
+    """The engine's estimate of the case's measured figure, in the case's unit."""
+    m, g, p, n = case.model, case.gpu, case.precision, case.n_gpus
+    if case.metric == "decode_b1":
+        return 1 / capacity.decode_step(m, g, p, 1, case.prompt + case.output / 2, n, None, eng).total
+    if case.metric == "fixed_batch" and case.continuous:
+        return capacity.serving_point(m, g, p, case.prompt, case.output, n, None, eng, batch=case.batch).tokens_per_sec
+    if case.metric == "fixed_batch":
+        step = capacity.decode_step(m, g, p, case.batch, case.prompt + case.output / 2, n, None, eng).total
+        prefill = capacity.prefill_seconds(m, g, p, case.prompt, case.batch, n, eng)
+        return case.batch * case.output / (prefill + case.output * step)
+    if case.metric == "max_throughput":
+        return max_throughput(case, eng)
+    if case.metric == "prefill" and case.unit == "ms":
+        return capacity.time_to_first_token_s(m, g, p, case.prompt, 1, n, eng) * 1000
+    if case.metric == "prefill":
+        return case.prompt / capacity.prefill_seconds(m, g, p, case.prompt, 1, n, eng)
+    raise ValueError(case.metric)
+
+
+def max_throughput(case: Case, eng: engines.Engine) -> float:
+    """SERVING_THROUGHPUT of the row's GPUs. A system result (MLPerf) is the best split of its
+    GPUs into model copies: copies x the throughput of a tensor-parallel group that divides them."""
+    m, g, p, n = case.model, case.gpu, case.precision, case.n_gpus
+    groups = [t for t in capacity.TP_CHOICES if n % t == 0] if case.system else [n]
+    best, error = 0.0, None
+    for t in groups:
+        try:
+            point = capacity.serving_point(m, g, p, case.prompt, case.output, t, case.max_tpot_ms, eng,
+                                           None, case.max_ttft_ms)
+            best = max(best, n // t * point.tokens_per_sec)
+        except FlopsheetError as exc:
+            error = exc
+    if not best:
+        raise error
+    return best
+
+
+def fits(case: Case, eng: engines.Engine) -> bool:
+    try:
+        capacity.kv_batch(case.model, case.gpu, case.precision, case.prompt or 1, case.output or 1,
+                          case.n_gpus, eng.kv_format(case.precision), eng)
+        return True
+    except FlopsheetError:
+        return False
+
+
+def log_error(case: Case, eng: engines.Engine) -> float:
+    return math.log(case.speed(estimate(case, eng)) / case.speed(case.measured))
+
+
+# ---------------------------------------------------------------------------- fitted constants
+
+@dataclass(frozen=True)
+class Fitted:
+    engine: str
+    field: str
+    prior: float           # physical prior, used when too few rows remain
+    lo: float
+    hi: float
+    basis: str
+
+    def selects(self, case: Case) -> bool:
+        if case.engine.name != self.engine:
+            return False
+        if self.field.startswith("bandwidth_fraction_"):
+            kind = "hbm" if "HBM" in case.gpu.memory_type.upper() else "gddr"
+            return case.metric == "decode_b1" and self.field.endswith(kind)
+        return False
+
+
+FITTED = (
+    Fitted("llama.cpp", "bandwidth_fraction_gddr", 0.90, 0.3, 1.0, "llama.cpp batch-1 rows on GDDR cards and unified memory (Apple)"),
+    Fitted("llama.cpp", "bandwidth_fraction_hbm", 0.80, 0.3, 1.0, "llama.cpp batch-1 rows on HBM parts"),
+    Fitted("MLC-LLM", "bandwidth_fraction_gddr", 0.90, 0.3, 1.0, "MLC-LLM batch-1 rows"),
+)
+
+
+def with_value(eng: engines.Engine, field: str, value: float) -> engines.Engine:
+    return replace(eng, **{field: value})
+
+
+def choose(fit: Fitted, cases: list[Case]) -> float:
+    """The value making the median log error of the selected rows zero (bisection: the
+    estimated speed rises with every fitted fraction); the prior with too few rows."""
+    chosen = [c for c in cases if fit.selects(c)]
+    if len(chosen) < MIN_ROWS:
+        return fit.prior
+    base = engines.engine(fit.engine)
+
+    def median(value: float) -> float:
+        eng = with_value(base, fit.field, value)
+        return statistics.median(log_error(c, eng) for c in chosen)
+
+    lo, hi = fit.lo, fit.hi
+    if median(lo) > 0 or median(hi) < 0:
+        return lo if median(lo) > 0 else hi
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if median(mid) < 0 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def profile(case: Case, cases: list[Case], leave_out: Case | None = None) -> engines.Engine:
+    """The case's engine with every fitted constant chosen from `cases` without `leave_out`."""
+    eng = case.engine
+    train = [c for c in cases if c is not leave_out]
+    for fit in FITTED:
+        if fit.engine == eng.name and leave_out is not None and fit.selects(leave_out):
+            eng = with_value(eng, fit.field, choose(fit, train))
+    return eng
+
+
+# ---------------------------------------------------------------------------- report
+
+def evaluate(directory: Path) -> tuple[list[Result], list[tuple[Case, bool]], list[str]]:
+    cases, skipped = [], []
+    for ref, row in read(directory):
+        parsed = safe_parse(ref, row)
+        (skipped if isinstance(parsed, str) else cases).append(parsed)
+    results, fit_rows = [], []
+    scored = [c for c in cases if c.metric != "fit"]
+    for case in cases:
+        if case.metric == "fit":
+            fit_rows.append((case, fits(case, case.engine)))
+            continue
+        try:
+            results.append(Result(case, estimate(case, case.engine), estimate(case, profile(case, scored, case))))
+        except FlopsheetError as exc:
+            skipped.append(f"{case.label}\n      NO ESTIMATE: {exc}")
+    return results, fit_rows, skipped
+
+
+def summary(results: list[Result], metric: str) -> tuple[int, float | None, float | None, float | None]:
+    rows = [r for r in results if r.case.metric == metric]
+    if not rows:
+        return 0, None, None, None
+    return (len(rows), statistics.median(abs(r.in_sample) for r in rows),
+            statistics.median(abs(r.out_of_sample) for r in rows),
+            statistics.median(r.out_of_sample for r in rows))
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def format_report(results, fit_rows, skipped, cases_for_fit, worst: int = 8) -> str:
+    lines = ["Serving accuracy: estimates against measured inference rows",
+             "error = (estimate - measured) / measured, in the row's unit (tokens/s, or ms for latencies);",
+             "in-sample: shipped constants; out-of-sample: each row-chosen constant re-chosen without the row",
+             "", f"{'metric':<16}{'rows':>5}{'in-sample':>11}{'out-of-sample':>15}{'bias':>8}  description"]
+    for key, title in METRICS.items():
+        n, inside, outside, bias = summary(results, key)
+        lines.append(f"{key:<16}{n:>5}{_pct(inside):>11}{_pct(outside):>15}{_pct(bias):>8}  {title}")
+    right = sum(1 for c, f in fit_rows if not f)
+    lines.append(f"{'fit':<16}{len(fit_rows):>5}{f'{right}/{len(fit_rows)} right':>26}          out-of-memory rows")
+    lines += ["", "By engine (all metrics; median absolute error out of sample):"]
+    for name in sorted({r.case.engine.name for r in results}):
+        rows = [r for r in results if r.case.engine.name == name]
+        lines.append(f"  {name:<28}{len(rows):>4} rows  {statistics.median(abs(r.out_of_sample) for r in rows):>6.1%}")
+    lines += ["", "Constants chosen from rows (shipped value; value the rule picks from all rows):"]
+    for fit in FITTED:
+        shipped = getattr(engines.engine(fit.engine), fit.field)
+        lines.append(f"  {fit.engine} {fit.field}: shipped {shipped:g}, rule {choose(fit, cases_for_fit):.3f}, "
+                     f"prior {fit.prior:g}  ({fit.basis})")
+    for key, title in METRICS.items():
+        rows = sorted((r for r in results if r.case.metric == key), key=lambda r: -abs(r.out_of_sample))
+        if not rows:
+            continue
+        lines += ["", f"== {title} ({key}) ==", "  in-sample  out-of-sample"]
+        for r in rows[:worst] if worst else rows:
+            c = r.case
+            lines.append(f"  {r.in_sample:+8.1%}  {r.out_of_sample:+8.1%}   measured {c.measured:,.4g} {c.unit}  "
+                         f"<- {c.label} | {c.prompt:g}/{c.output:g}" + (f"  [{c.note}]" if c.note else ""))
+        if worst and len(rows) > worst:
+            lines.append(f"  ... {len(rows) - worst} more within {abs(rows[worst].out_of_sample):.1%}")
+    lines += ["", "== Out-of-memory rows (fit) =="]
+    for case, fit in fit_rows:
+        lines.append(f"  [{'right' if not fit else 'WRONG'}] {case.label}")
+    lines += ["", f"== Not scored ({len(skipped)}) =="] + [f"  {s}" for s in skipped]
+    return "\n".join(lines)
+
+
+def cases_of(directory: Path) -> list[Case]:
+    return [c for c in (safe_parse(ref, row) for ref, row in read(directory))
+            if not isinstance(c, str) and c.metric != "fit"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--measured", default=os.environ.get("FLOPSHEET_MEASURED"),
+                        help="directory holding inference_measured.csv")
+    parser.add_argument("--worst", type=int, default=8, help="rows shown per metric (0: all)")
+    args = parser.parse_args(argv)
+    directory = Path(args.measured) if args.measured else default_dir()
+    results, fit_rows, skipped = evaluate(directory)
+    print(format_report(results, fit_rows, skipped, cases_of(directory), args.worst))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

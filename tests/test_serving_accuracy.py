@@ -1,0 +1,84 @@
+"""The serving estimates meet the issue's targets out of sample on the measured rows, and the
+constants chosen from rows are the ones the stated rule picks."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import serving_accuracy as acc  # noqa: E402
+from udfs import catalog, engines  # noqa: E402
+
+DIRECTORY = acc.default_dir()
+pytestmark = pytest.mark.skipif(not (DIRECTORY / "inference_measured.csv").exists(),
+                                reason="no measured inference rows")
+TARGETS = {"decode_b1": 0.10, "fixed_batch": 0.15, "max_throughput": 0.15}
+
+
+@pytest.fixture(scope="module")
+def evaluated():
+    return acc.evaluate(DIRECTORY)
+
+
+@pytest.mark.parametrize("metric,target", TARGETS.items())
+def test_out_of_sample_median_error_meets_target(evaluated, metric, target):
+    results, _, _ = evaluated
+    rows, _, outside, _ = acc.summary(results, metric)
+    assert rows >= 5
+    assert outside <= target, f"{metric}: {outside:.1%} out of sample"
+
+
+def test_every_row_with_a_catalogued_gpu_and_model_has_an_estimate(evaluated):
+    _, _, skipped = evaluated
+    assert all("not in the catalog" in reason or "no published figure" in reason for reason in skipped), skipped
+    # a GPU whose vendor publishes no 16-bit tensor figure is said so, never guessed (issue 13)
+    for reason in skipped:
+        if "no published figure" in reason:
+            assert not catalog.gpu(reason.split("no published figure for ")[1].split(";")[0]).bf16_tflops
+
+
+def test_max_throughput_rows_are_scored_not_skipped(evaluated):
+    results, _, _ = evaluated
+    assert sum(r.case.metric == "max_throughput" for r in results) >= 10
+
+
+def test_shipped_constants_are_what_the_rule_chooses_from_all_rows():
+    cases = acc.cases_of(DIRECTORY)
+    for fit in acc.FITTED:
+        shipped = getattr(engines.engine(fit.engine), fit.field)
+        assert shipped == pytest.approx(acc.choose(fit, cases), abs=0.006), (fit.engine, fit.field)
+        assert fit.field in engines.engine(fit.engine).fitted
+
+
+def test_leave_one_out_really_leaves_the_row_out(evaluated):
+    """A fitted row's out-of-sample error differs from its in-sample error (the constant was
+    re-chosen without it); a row no fitted constant depends on scores the same."""
+    results, _, _ = evaluated
+    fitted = [r for r in results if any(f.selects(r.case) for f in acc.FITTED)]
+    others = [r for r in results if not any(f.selects(r.case) for f in acc.FITTED)]
+    assert fitted and others
+    assert sum(abs(r.in_sample - r.out_of_sample) > 1e-6 for r in fitted) >= len(fitted) // 2
+    assert all(r.in_sample == pytest.approx(r.out_of_sample) for r in others)
+
+
+def test_row_kinds_a_held_out_set_may_hold(tmp_path):
+    """Per-sequence TPOT in ms, per-user tokens/s, a fixed concurrency, TTFT in seconds and an
+    engine with no profile are all scored; an unreadable value is listed with the reason."""
+    header = "model,params_b,precision,gpu,num_gpus,engine,batch_size,input_len,output_len,metric,value,unit,source,note"
+    base = "Llama 3.1 8B,8,BF16,H100 SXM 80GB,1,{engine},{batch},1000,200,{metric},{value},{unit},x,"
+    rows = [dict(engine="vLLM", batch="1", metric="mean TPOT", value="6.8", unit="ms"),
+            dict(engine="vLLM", batch="concurrency 32", metric="output throughput", value="2500", unit="tokens/s"),
+            dict(engine="SGLang", batch="16", metric="decode speed", value="90", unit="tokens/s per user"),
+            dict(engine="Triton FasterTransformer", batch="1", metric="TTFT", value="0.05", unit="s"),
+            dict(engine="vLLM", batch="1", metric="decode", value="n/a", unit="tokens/s")]
+    (tmp_path / "inference_measured.csv").write_text("\n".join([header] + [base.format(**r) for r in rows]) + "\n")
+    results, _, skipped = acc.evaluate(tmp_path)
+    by_metric = {r.case.metric: r for r in results}
+    assert len(results) == 4 and len(skipped) == 1 and "not a measurement" in skipped[0]
+    assert by_metric["decode_b1"].case.measured == pytest.approx(1000 / 6.8)
+    assert abs(by_metric["decode_b1"].in_sample) < 0.25                  # a TPOT, not a throughput
+    assert by_metric["prefill"].case.measured == pytest.approx(50) and by_metric["prefill"].case.unit == "ms"
+    fixed = sorted((r.case for r in results if r.case.metric == "fixed_batch"), key=lambda c: c.batch)
+    assert [c.batch for c in fixed] == [16, 32] and fixed[0].measured == pytest.approx(1440) and fixed[1].continuous
+    assert "no profile" in by_metric["prefill"].case.note

@@ -1,0 +1,208 @@
+"""Serving capacity (udfs/capacity.py) and engine profiles (udfs/engines.py)."""
+
+import csv
+import subprocess
+import sys
+from importlib import resources
+
+import pytest
+
+import udfs
+from udfs import capacity, catalog, engines
+from udfs.errors import FlopsheetError
+
+L8, L70 = catalog.model("Llama 3.1 8B"), catalog.model("Llama 3.3 70B")
+H100, H200, A100 = catalog.gpu("H100 SXM"), catalog.gpu("H200"), catalog.gpu("A100 SXM 80GB")
+
+
+@pytest.mark.parametrize("text,name", [
+    ("TensorRT-LLM", "TensorRT-LLM"), ("trtllm", "TensorRT-LLM"), ("trt-llm", "TensorRT-LLM"),
+    ("llama.cpp", "llama.cpp"), ("llamacpp", "llama.cpp"), ("hf", "Hugging Face transformers"),
+    ("transformers", "Hugging Face transformers"), ("exllama", "ExLlamaV2"), ("VLLM", "vLLM"),
+    ("sglang", "SGLang"), ("mlc-llm", "MLC-LLM")])
+def test_engine_names_match_loosely(text, name):
+    assert engines.engine(text).name == name
+
+
+def test_default_engine_depends_on_the_gpu_vendor():
+    assert engines.engine("", H100).name == "TensorRT-LLM"
+    assert engines.engine(None, catalog.gpu("MI300X")).name == "vLLM"
+
+
+def test_unknown_engine_is_a_clear_error():
+    with pytest.raises(FlopsheetError) as info:
+        engines.engine("tensorflow-serving")
+    assert info.value.code == "#N/A" and "engine" in info.value.message
+
+
+def test_every_engine_row_is_sourced_and_complete():
+    text = resources.files("udfs").joinpath("data", "engines.csv").read_text(encoding="utf-8")
+    rows = list(csv.DictReader(text.splitlines()))
+    assert {r["name"] for r in rows} >= {"llama.cpp", "vLLM", "SGLang", "TensorRT-LLM", "MLC-LLM", "ExLlamaV2",
+                                          "Hugging Face transformers"}
+    for row in rows:
+        assert None not in row, row["name"]
+        assert row["source"] and row["as_of"] and row["note"], row["name"]
+        for name in filter(None, row["fitted"].split(";")):
+            assert name in engines.ENGINE_FIELDS
+    for e in engines.engines():
+        assert 0 < e.bandwidth_fraction_hbm <= 1 and 0 < e.bandwidth_fraction_gddr <= 1
+        assert e.multi_gpu in ("tensor", "layer") and e.memory_rule in ("total", "free")
+
+
+def test_trtllm_bench_row_within_target():
+    """trtllm-bench max throughput, Llama 3.1 8B FP8 on one H100 SXM, 2048/2048: 9,305 tok/s."""
+    point = capacity.serving_point(L8, H100, "fp8", 2048, 2048)
+    assert point.engine == "TensorRT-LLM"
+    assert abs(point.tokens_per_sec / 9305 - 1) <= 0.15
+    assert point.limited_by == "KV cache" and 150 < point.batch < 400
+
+
+def test_batch_1_decode_is_close_to_the_bandwidth_bound():
+    """One sequence: the step time is a little above weights / bandwidth."""
+    step = capacity.decode_step(L8, H100, "fp16", 1, 1024, 1, None, "vllm")
+    floor = L8.params * 2 / (H100.bandwidth_tbs * 1e12)
+    assert floor < step.total < 1.6 * floor
+
+
+def test_large_batch_matmuls_become_compute_bound():
+    small = capacity.decode_step(L8, H100, "fp16", 8, 1024, eng="vllm")
+    large = capacity.decode_step(L8, H100, "fp16", 1024, 1024, eng="vllm")
+    assert large.weights > 3 * small.weights      # the weight matrices now cost FLOPs, not bytes
+    assert large.attention > 100 * small.attention   # every sequence's KV is read
+
+
+def test_tensor_parallel_splits_the_step_and_adds_all_reduces():
+    one = capacity.decode_step(L70, H100, "fp8", 64, 2048, 1, eng="trtllm")
+    two = capacity.decode_step(L70, H100, "fp8", 64, 2048, 2, eng="trtllm")
+    assert two.allreduce > 0 == one.allreduce
+    assert two.total < one.total
+
+
+def test_layer_split_engines_do_not_speed_up_with_more_gpus():
+    """llama.cpp's default multi-GPU mode is a pipeline: batch-1 speed stays ~ one GPU's."""
+    gpu = catalog.gpu("RTX 4090")
+    one = capacity.decode_step(catalog.model("Llama 3 8B"), gpu, "fp16", 1, 512, 1, eng="llama.cpp").total
+    two = capacity.decode_step(catalog.model("Llama 3 8B"), gpu, "fp16", 1, 512, 2, eng="llama.cpp").total
+    assert one <= two < 1.1 * one
+
+
+@pytest.mark.parametrize("eng", ["trtllm", "vllm", "sglang"])
+@pytest.mark.parametrize("model,gpu,precision", [
+    ("Llama 3.1 8B", "H100", "fp8"), ("Llama 3.3 70B", "H200", "fp8"), ("Mixtral 8x7B", "A100 SXM 80GB", "fp16"),
+    ("Qwen2.5 7B", "L40S", "fp16")])
+def test_more_gpus_or_looser_tpot_never_lower_throughput(eng, model, gpu, precision):
+    m, g = catalog.model(model), catalog.gpu(gpu)
+    n = 2 if m.params > 40e9 else 1
+
+    def rising(points):
+        """Throughputs where the configuration works (too few GPUs or too tight a target fail)."""
+        found = []
+        for gpus, target in points:
+            try:
+                found.append(capacity.serving_point(m, g, precision, 1024, 256, gpus, target, eng).tokens_per_sec)
+            except FlopsheetError:
+                continue
+        return found and all(b >= a * 0.999 for a, b in zip(found, found[1:]))
+
+    assert rising([(gpus, None) for gpus in (1, 2, 4, 8)])
+    assert rising([(n, target) for target in (25, 40, 60, 100, 200, None)])
+
+
+def test_tpot_target_limits_the_batch_and_is_met():
+    free = capacity.serving_point(L8, H100, "fp8", 1024, 512)
+    capped = capacity.serving_point(L8, H100, "fp8", 1024, 512, 1, free.tpot_ms / 2)
+    assert capped.batch < free.batch and capped.limited_by == "TPOT target"
+    assert capped.tpot_ms <= free.tpot_ms / 2
+
+
+def test_latency_no_batch_can_meet_is_num_error_with_reason():
+    with pytest.raises(FlopsheetError) as info:
+        capacity.serving_point(L70, A100, "fp16", 1024, 256, 4, 1.0)
+    assert info.value.code == "#NUM!" and "no batch meets TPOT 1 ms" in info.value.message
+
+
+def test_model_that_does_not_fit_is_num_error_with_reason():
+    with pytest.raises(FlopsheetError) as info:
+        capacity.serving_point(L70, catalog.gpu("RTX 4090"), "fp16", 1024, 256)
+    assert info.value.code == "#NUM!" and "does not fit" in info.value.message
+    with pytest.raises(FlopsheetError) as info:        # weights fit, one sequence's KV does not
+        capacity.serving_point(L70, H200, "fp16", 200_000, 200_000)
+    assert info.value.code == "#NUM!" and "KV cache" in info.value.message
+
+
+def test_fp8_kv_cache_doubles_the_sequences_that_fit():
+    fp16 = capacity.serving_point(L8, H100, "fp8", 2048, 2048, kv_precision="fp16")
+    fp8 = capacity.serving_point(L8, H100, "fp8", 2048, 2048, kv_precision="fp8")
+    assert 1.9 < fp8.batch / fp16.batch < 2.1
+
+
+def test_gpus_for_traffic_sizes_copies_from_throughput():
+    plan = capacity.gpus_for_traffic(L8, H100, 600, 1024, 256, max_tpot_ms=50, precision="fp8")
+    demand = 600 / 60 * 256 * 1.2                  # 20% burst headroom by default
+    assert plan.demand_tokens_per_sec == pytest.approx(demand)
+    assert plan.copies * plan.point.tokens_per_sec >= demand > (plan.copies - 1) * plan.point.tokens_per_sec
+    assert plan.point.tpot_ms <= 50 and plan.gpus == plan.copies * plan.n_gpus
+
+
+def test_gpus_for_traffic_grows_with_traffic_and_picks_a_group_that_fits():
+    small = capacity.gpus_for_traffic(L70, H100, 10, 2048, 512, precision="fp16")
+    large = capacity.gpus_for_traffic(L70, H100, 5000, 2048, 512, precision="fp16")
+    assert small.n_gpus >= 2                       # 70B in 16-bit needs two 80 GB GPUs at least
+    assert large.gpus > small.gpus
+
+
+def test_gpus_for_traffic_bad_inputs():
+    for kwargs in (dict(requests_per_minute=0), dict(requests_per_minute=10, headroom=-0.1)):
+        args = dict(model=L8, gpu=H100, prompt_tokens=512, output_tokens=128) | kwargs
+        with pytest.raises(FlopsheetError) as info:
+            capacity.gpus_for_traffic(**args)
+        assert info.value.code == "#NUM!"
+    with pytest.raises(FlopsheetError) as info:
+        capacity.gpus_for_traffic(L8, H100, 100, 512, 128, max_ttft_ms=0.01)
+    assert "TTFT" in info.value.message
+
+
+# --- as a user runs it ---------------------------------------------------------------------
+def flopsheet(*args):
+    return subprocess.run([sys.executable, "-m", "udfs", *args], capture_output=True, text=True)
+
+
+def test_calc_serving_throughput_matches_the_trtllm_bench_row():
+    out = flopsheet("calc", "SERVING_THROUGHPUT", "Llama 3.1 8B", "H100 SXM", "fp8", "2048", "2048")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert abs(float(out.stdout) / 9305 - 1) <= 0.15
+
+
+@pytest.mark.parametrize("args,reason", [
+    (("SERVING_THROUGHPUT", "Llama 3.1 8B", "H100", "fp8", "1024", "256", "1", "0.5"), "no batch meets TPOT 0.5 ms"),
+    (("SERVING_THROUGHPUT", "Llama 3.3 70B", "RTX 4090"), "does not fit"),
+    (("SERVING_BATCH", "Llama 3.3 70B", "H200", "bf16", "200000", "200000"), "KV cache of one"),
+    (("SERVING_LATENCY_MS", "Llama 3.1 8B", "H100", "fp8", "1024", "256", "1", "", "tensorflow"), "unknown engine"),
+    (("GPUS_FOR_TRAFFIC", "Llama 3.1 405B", "RTX 4090", "100", "1024", "256"), "does not fit"),
+    (("GPUS_FOR_TRAFFIC", "Llama 3.1 8B", "H100", "100", "1024", "256", "0.5"), "no batch meets TPOT"),
+])
+def test_bad_inputs_are_excel_errors_with_the_reason(args, reason):
+    out = flopsheet("calc", *args)
+    assert out.returncode != 0
+    text = out.stdout + out.stderr
+    assert text.startswith(("#NUM!", "#N/A")) and reason in text and "Traceback" not in text
+
+
+def test_engine_argument_on_decode_prefill_and_ttft_changes_the_estimate():
+    for name, args in (("DECODE_TOKENS_PER_SEC", ("Llama 3 8B", "RTX 4090", "fp16", 1, 512, 1)),
+                       ("PREFILL_TOKENS_PER_SEC", ("Llama 3 8B", "RTX 4090", "fp16", 1024, 1, 1)),
+                       ("TIME_TO_FIRST_TOKEN_MS", ("Llama 3 8B", "RTX 4090", "fp16", 1024, 1, 1))):
+        default = udfs.call(name, *args)
+        assert default == udfs.call(name, *args, "TensorRT-LLM")          # the default on NVIDIA GPUs
+        assert udfs.call(name, *args, "hf") != default
+        assert udfs.call(name, *args, "llamacpp") == udfs.call(name, *args, "llama.cpp")
+
+
+def test_gpus_for_traffic_parts():
+    args = ("Llama 3.3 70B", "H100", 1000, 2048, 512, 50, "", "bf16", "", "", 0.2)
+    gpus, copies, per_copy = (udfs.call("GPUS_FOR_TRAFFIC", *args, part) for part in ("gpus", "copies",
+                                                                                       "gpus_per_copy"))
+    assert gpus == copies * per_copy and per_copy >= 2
+    tps = udfs.call("GPUS_FOR_TRAFFIC", *args, "tokens_per_sec_per_copy")
+    assert copies * tps >= 1000 / 60 * 512 * 1.2 > (copies - 1) * tps
