@@ -319,7 +319,7 @@ class Fitted:
 
 
 FITTED = (
-    Fitted("llama.cpp", "bandwidth_fraction_gddr", 0.90, 0.3, 1.0, "llama.cpp batch-1 rows on GDDR cards"),
+    Fitted("llama.cpp", "bandwidth_fraction_gddr", 0.90, 0.3, 1.0, "llama.cpp batch-1 rows on GDDR cards and unified memory (Apple)"),
     Fitted("llama.cpp", "bandwidth_fraction_hbm", 0.80, 0.3, 1.0, "llama.cpp batch-1 rows on HBM parts"),
     Fitted("MLC-LLM", "bandwidth_fraction_gddr", 0.90, 0.3, 1.0, "MLC-LLM batch-1 rows"),
 )

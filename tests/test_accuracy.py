@@ -43,7 +43,7 @@ def test_every_row_is_compared_or_skipped_with_a_reason(report):
 
 def test_known_skips_are_listed_and_no_row_class_is_skipped(report):
     reasons = " ".join(s.row + " " + s.reason for s in report.skipped)
-    assert "Apple M2 Ultra" in reasons and "not in the catalog" in reasons
+    assert "TPU v4" in reasons and "not in the catalog" in reasons
     scored = " ".join(c.row for c in report.comparisons)
     assert "| 2 | llama.cpp |" in scored            # multi-GPU llama.cpp rows: a layer pipeline, scored
     assert len(report.of("max_throughput")) >= 10    # trtllm-bench and MLPerf max-throughput rows
@@ -62,7 +62,8 @@ def test_name_mapping():
     assert accuracy.find_gpu("B200 SXM 180GB").name == "B200 180GB"
     assert accuracy.find_gpu("RTX 3090 Ti").name == "RTX 3090 Ti 24GB"
     assert accuracy.find_gpu("A100-80GB (400W)").name == "A100 SXM 80GB"
-    assert accuracy.find_gpu("Apple M2 Ultra 192GB") is None
+    assert accuracy.find_gpu("Apple M2 Ultra 192GB").name == "Apple M2 Ultra 192GB"
+    assert accuracy.find_gpu("TPU v4") is None
     assert accuracy.find_model("LLaMA 70B").name == "Llama 2 70B"
     assert accuracy.find_precision("Q4_K_M (GGUF)") == "q4_k_m"
     assert accuracy.find_precision("F16") == "fp16"

@@ -15,7 +15,7 @@ import openpyxl
 import pytest
 
 import udfs
-from udfs import catalog, economics, lesson, picker, report_model, scenario
+from udfs import catalog, lesson, picker, report_model, scenario
 from udfs.cli import main as cli_main
 from udfs.reasons import Status
 from workbook_templates import report

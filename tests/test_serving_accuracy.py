@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import serving_accuracy as acc  # noqa: E402
-from udfs import engines  # noqa: E402
+from udfs import catalog, engines  # noqa: E402
 
 DIRECTORY = acc.default_dir()
 pytestmark = pytest.mark.skipif(not (DIRECTORY / "inference_measured.csv").exists(),
@@ -31,7 +31,11 @@ def test_out_of_sample_median_error_meets_target(evaluated, metric, target):
 
 def test_every_row_with_a_catalogued_gpu_and_model_has_an_estimate(evaluated):
     _, _, skipped = evaluated
-    assert all("not in the catalog" in reason for reason in skipped), skipped
+    assert all("not in the catalog" in reason or "no published figure" in reason for reason in skipped), skipped
+    # a GPU whose vendor publishes no 16-bit tensor figure is said so, never guessed (issue 13)
+    for reason in skipped:
+        if "no published figure" in reason:
+            assert not catalog.gpu(reason.split("no published figure for ")[1].split(";")[0]).bf16_tflops
 
 
 def test_max_throughput_rows_are_scored_not_skipped(evaluated):

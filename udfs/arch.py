@@ -10,6 +10,7 @@ head is not tied. Exact for Llama-2-7B (6,738,415,616) and Llama-2-70B (68,976,6
 from __future__ import annotations
 
 from .catalog import Model, Precision, as_precision
+from .shape import kv_layer_tokens, require_shape
 
 
 def params_from_arch(layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int,
@@ -40,16 +41,23 @@ def params_from_arch(layers: int, hidden: int, heads: int, kv_heads: int, ffn: i
     return {"total": total, "embeddings": embeddings, "body": body}
 
 
-def kv_bytes_per_token(model: Model, kv_precision: Precision | str = "bf16") -> float:
-    """Bytes of KV cache one token adds to one sequence, over all layers."""
+def kv_bytes_per_layer_token(model: Model, kv_precision: Precision | str = "bf16") -> float:
+    """Bytes of KV cache one token adds to one sequence in one layer."""
+    require_shape(model)
     width = as_precision(kv_precision).bytes_per_param
     if model.kv_lora_rank:        # multi-head latent attention caches one compressed vector
-        return model.layers * (model.kv_lora_rank + (model.qk_rope_dim or 0)) * width
+        return (model.kv_lora_rank + (model.qk_rope_dim or 0)) * width
     head_dim = model.head_dim or model.hidden // model.heads
-    return 2 * model.layers * (model.kv_heads or model.heads) * head_dim * width
+    return 2 * (model.kv_heads or model.heads) * head_dim * width
+
+
+def kv_bytes_per_token(model: Model, kv_precision: Precision | str = "bf16") -> float:
+    """Bytes of KV cache one token adds to one sequence, over all layers (while the context
+    is inside every local layer's window)."""
+    return model.layers * kv_bytes_per_layer_token(model, kv_precision)
 
 
 def kv_cache_bytes(model: Model, context: float, batch: float = 1, kv_precision: Precision | str = "bf16") -> float:
-    """KV cache for `batch` sequences of `context` tokens; a sliding window caps the tokens held."""
-    held = min(context, model.sliding_window) if model.sliding_window else context
-    return kv_bytes_per_token(model, kv_precision) * held * batch
+    """KV cache for `batch` sequences of `context` tokens: global layers hold the whole
+    context, sliding-window and chunked layers at most their window (shape.kv_layer_tokens)."""
+    return kv_bytes_per_layer_token(model, kv_precision) * kv_layer_tokens(model, context) * batch

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 
 from . import calibration as cal
 from . import serving
-from .arch import kv_bytes_per_token
+from .arch import kv_cache_bytes
 from .catalog import Gpu, Model, Precision, as_precision
 from .engines import Engine, engine as engine_profile
 from .errors import FlopsheetError, num_error
+from .shape import kv_layer_tokens
 from .units import GIB, TB
 
 HOP_US = {"nvlink": 10.0, "pcie": 30.0}   # hand-off between pipeline stages (one activation row)
@@ -66,8 +67,17 @@ def _bandwidth(gpu: Gpu, precision: Precision | None, eng: Engine) -> float:
     return gpu.bandwidth_tbs * TB * eng.bandwidth_fraction(gpu) * factor
 
 
-def _flops(gpu: Gpu, precision: Precision | str, fraction: float) -> float:
-    return serving._peak_flops(gpu, as_precision(precision)) * fraction
+def _flops(gpu: Gpu, precision: Precision | str, fraction: float, needed_for: str = "this estimate") -> float:
+    return serving._peak_flops(gpu, as_precision(precision), needed_for) * fraction
+
+
+def _decode_flops(gpu: Gpu, precision: Precision | str, fraction: float, batch: float) -> float:
+    """FLOP/s of a decode step's products. One sequence does 2 FLOPs per weight read: memory-bound
+    on any accelerator, so a GPU with no published tensor figure (Apple) is still estimated
+    at batch 1 (an infinite rate: no compute term); a larger batch needs the figure."""
+    if batch <= 1 and not serving.has_tensor_peak(gpu, as_precision(precision)):
+        return math.inf
+    return _flops(gpu, precision, fraction, f"decoding a batch of {batch:g}")
 
 
 def _link(gpu: Gpu) -> str:
@@ -138,14 +148,15 @@ class Step:
 
 def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", batch: float = 1, context: float = 1024,
                 n_gpus: int = 1, kv_precision: Precision | str | None = None, eng: Engine | str | None = None) -> Step:
-    """One decode step of `batch` sequences holding `context` tokens each (the mean length)."""
-    serving._require_arch(model)
+    """One decode step of `batch` sequences holding `context` tokens each (the mean length).
+    A model known only by its size borrows a catalog layout (serving.with_layout)."""
+    model = serving.with_layout(model)
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
     kv_precision = kv_precision or eng.kv_format(precision)
     split = _split(eng, n_gpus)
     bandwidth = _bandwidth(gpu, precision, eng)
-    matmul = _flops(gpu, precision, eng.matmul_fraction(_bits(precision)))
+    matmul = _decode_flops(gpu, precision, eng.matmul_fraction(_bits(precision)), batch)
     width = precision.bytes_per_param
 
     per_expert, experts, k = _experts(model)
@@ -156,19 +167,21 @@ def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", bat
         touched = experts * (1 - (1 - k / experts) ** batch)
         weights += max(touched * per_expert * width / bandwidth, 2 * k * per_expert * batch / matmul) / split
 
-    held = min(context, model.sliding_window) if model.sliding_window else context
-    kv_bytes = batch * held * kv_bytes_per_token(model, kv_precision) * _kv_replication(model, split) / split
+    # KV cache by attention layout: global layers read the whole context, local (sliding or
+    # chunked) layers at most their window; MLA one latent vector (arch.kv_cache_bytes)
+    kv_bytes = kv_cache_bytes(model, context, batch, kv_precision) * _kv_replication(model, split) / split
     head_dim = model.head_dim or model.hidden // model.heads
-    attn_flops = 4 * model.layers * model.heads * head_dim * held * batch / split
-    attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / _flops(gpu, "fp16", eng.matmul_fraction(16)))
+    attn_flops = 4 * model.heads * head_dim * kv_layer_tokens(model, context) * batch / split
+    attn_rate = _decode_flops(gpu, "fp16", eng.matmul_fraction(16), batch)
+    attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / attn_rate)
     return Step(weights, attention, _allreduce_s(model, gpu, split, batch), _overhead_s(model, gpu, eng, n_gpus))
 
 
 def prefill_flops(model: Model, prompt_tokens: float, batch: float = 1) -> float:
-    """2 x matrix parameters per token, plus causal attention (QK and PV over half the square)."""
+    """2 x matrix parameters per token, plus causal attention (QK and PV over half the square;
+    local layers over at most their window)."""
     head_dim = model.head_dim or model.hidden // model.heads
-    window = min(prompt_tokens, model.sliding_window) if model.sliding_window else prompt_tokens
-    attention = 2 * model.layers * model.heads * head_dim * prompt_tokens * window * batch
+    attention = 2 * model.heads * head_dim * prompt_tokens * kv_layer_tokens(model, prompt_tokens) * batch
     return 2 * _matmul_params(model) * prompt_tokens * batch + attention
 
 
@@ -177,7 +190,7 @@ def prefill_compute_s(model: Model, gpu: Gpu, precision: Precision | str, prompt
     """Compute-bound part of a prefill (what it adds to a step that reads the weights anyway)."""
     split = _split(eng, n_gpus)
     precision = as_precision(precision)
-    rate = _flops(gpu, precision, eng.matmul_fraction(_bits(precision)))
+    rate = _flops(gpu, precision, eng.matmul_fraction(_bits(precision)), "prefill")
     return prefill_flops(model, prompt_tokens, batch) / split / rate \
         + _allreduce_s(model, gpu, split, prompt_tokens * batch)
 
@@ -187,7 +200,7 @@ def prefill_seconds(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
     """Time to process `batch` prompts of `prompt_tokens` alone: the
     compute, never less than reading the weights once per chunk of the engine's token budget,
     plus the engine's fixed costs per chunk."""
-    serving._require_arch(model)
+    model = serving.with_layout(model)
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
     split = _split(eng, n_gpus)
@@ -228,9 +241,9 @@ def kv_batch(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: 
     """Sequences whose KV cache fits: each reserves prompt + output tokens (engines that
     guarantee no eviction) or, when blocks are handed out as tokens arrive, the mean length."""
     tokens = prompt_tokens + (output_tokens if eng.kv_reservation == "max" else output_tokens / 2)
-    held = min(tokens, model.sliding_window) if model.sliding_window else tokens
+    model = serving.with_layout(model)
     split = _split(eng, n_gpus)
-    per_sequence = held * kv_bytes_per_token(model, kv_precision) * _kv_replication(model, split) / n_gpus / GIB
+    per_sequence = kv_cache_bytes(model, tokens, 1, kv_precision) * _kv_replication(model, split) / n_gpus / GIB
     fits = math.floor(kv_budget_gib(model, gpu, precision, n_gpus, eng) / per_sequence)
     if fits < 1:
         raise NoFit(f"the KV cache of one {tokens:g}-token sequence ({per_sequence:.2f} GiB per GPU) "
@@ -277,6 +290,7 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16", p
                   max_ttft_ms: float | None = None, batch: int | None = None) -> ServingPoint:
     """The largest batch that fits (and meets the latency targets), and what it delivers;
     `batch` fixes the batch instead (an override: #NUM! when it does not fit)."""
+    model = serving.with_layout(model)
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
     if n_gpus < 1:

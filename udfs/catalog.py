@@ -1,6 +1,7 @@
 """The catalogs: GPUs, cloud prices, models and number formats, read from the CSV files
-in `udfs/data/` (every row carries `source` and `as_of`). Only the standard library is
-used, so the catalogs load in Pyodide too. Rows are loaded once, on first use.
+in `udfs/data/` (every row carries `source` and `as_of`), overlaid with the user's private
+catalogs (`private_catalog`: rows added or overriding by name). Only the standard library
+is used, so the catalogs load in Pyodide too. Rows are loaded once, on first use.
 """
 
 from __future__ import annotations
@@ -8,17 +9,39 @@ from __future__ import annotations
 import csv
 import io
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
-from .errors import FlopsheetError, na_error
+from . import private_catalog, shape
+from .errors import FlopsheetError, na_error, value_error
 from .names import NameIndex, key
 
 
-def _read(name: str) -> list[dict[str, str]]:
+def _packaged(name: str) -> list[dict[str, str]]:
     text = resources.files("udfs").joinpath("data", name).read_text(encoding="utf-8")
     return list(csv.DictReader(io.StringIO(text)))
+
+
+def columns(name: str) -> dict[str, str]:
+    """A table's columns (packaged header order) with their types ("float | None", "bool", ...)."""
+    cls = _table_class(name)
+    types = {f.name: f.type for f in fields(cls)} if cls else {}
+    header = next(csv.reader(io.StringIO(resources.files("udfs").joinpath("data", name).read_text(encoding="utf-8"))))
+    return {c: types.get(c, "str") for c in header}
+
+
+@cache
+def rows_with_origin(name: str) -> tuple[tuple[dict[str, str], str], ...]:
+    """Rows in effect (packaged, then private) with where each came from."""
+    rows, problems = private_catalog.merge(name, _packaged(name), columns(name))
+    private_catalog.raise_problems(problems)
+    return tuple(rows)
+
+
+def _read(name: str) -> list[dict[str, str]]:
+    return [row for row, _ in rows_with_origin(name)]
 
 
 def _num(text: str) -> float | None:
@@ -133,7 +156,7 @@ def _gpu_index() -> NameIndex[Gpu]:
         loose = [g.family, f"{g.family} {mem}"]
         for form in forms:
             loose += [f"{g.family} {form}", f"{g.family} {form} {mem}", f"{g.family} {mem} {form}"]
-        index.add(g, g.name, g.aliases, loose)
+        _add(index, g, g.name, g.aliases, loose)
     return index
 
 
@@ -213,6 +236,8 @@ class Model:
     family: str
     params: float | None
     active_params: float | None
+    published_params: float | None
+    published_active_params: float | None
     layers: int | None
     hidden: int | None
     heads: int | None
@@ -228,11 +253,16 @@ class Model:
     pos_embedding: str
     n_experts: int | None
     experts_per_token: int | None
+    shared_experts: int | None
     moe_layers: int | None
     dense_ffn: int | None
     sliding_window: int | None
+    local_layers: int | None      # layers using the window (blank: all); the rest hold the whole context
+    local_attention: str          # sliding (default) or chunked (Llama 4)
     kv_lora_rank: int | None
+    q_lora_rank: int | None
     qk_rope_dim: int | None
+    extras: tuple[str, ...]       # small additions to the parameter count (shape.EXTRAS)
     context_length: int | None
     source: str
     as_of: str
@@ -249,15 +279,46 @@ _MODEL_SUFFIX = re.compile(r"(hf|instruct|chat|base|it)$")
 
 @cache
 def models() -> tuple[Model, ...]:
-    return tuple(_build(Model, r) for r in _read("models.csv"))
+    return tuple(_complete(_build(Model, r)) for r in _read("models.csv"))
+
+
+def _complete(m: Model) -> Model:
+    """A private row may give only the shape: its parameter counts are computed."""
+    if m.params or not shape.has_shape(m):
+        return m
+    n = shape.counts(m)
+    return replace(m, params=n["total"], active_params=n["active"] if m.is_moe else None)
+
+
+def model_from_row(row: dict) -> Model:
+    """A Model from a row of values (a MODEL_DEFINE spec, an imported config)."""
+    return _complete(_build(Model, private_catalog.row_text(row, MODEL_FIELDS)))
+
+
+def gpu_from_row(row: dict) -> Gpu:
+    return _build(Gpu, private_catalog.row_text(row, GPU_FIELDS))
+
+
+def size_only_model(params: float) -> Model:
+    """A model known only by its parameter count (no shape)."""
+    return _build(Model, {"name": f"{params / 1e9:.4g}B parameters", "params": repr(float(params))})
 
 
 @cache
 def _model_index() -> NameIndex[Model]:
     index: NameIndex[Model] = NameIndex("model")
     for m in models():
-        index.add(m, m.name, m.aliases)
+        _add(index, m, m.name, m.aliases)
     return index
+
+
+def _add(index: NameIndex, row, name: str, aliases, loose=()) -> None:
+    """Index a row; two rows sharing a name (possible only through a private catalog) is an
+    error in that catalog, said as such."""
+    try:
+        index.add(row, name, aliases, loose)
+    except ValueError as e:
+        raise value_error(f"{e} (check the private catalog with `flopsheet catalog check`)") from None
 
 
 def model(name: str) -> Model:
@@ -318,6 +379,81 @@ def as_precision(value: Precision | str) -> Precision:
     """The Precision row itself, or the row a name gives (engine entry points accept both;
     the registry has already turned worksheet arguments into rows)."""
     return value if isinstance(value, Precision) else precision_row(value)
+
+
+TABLE_CLASSES = {"gpus.csv": Gpu, "models.csv": Model, "cloud.csv": CloudPrice}
+TABLE_FILES = tuple(n for n in private_catalog.TABLES if resources.files("udfs").joinpath("data", n).is_file())
+_CACHED = (gpus, _gpu_index, cloud_prices, _instance_index, models, _model_index, rows_with_origin)
+
+
+def _table_class(name: str):
+    if name == "engines.csv":
+        from .engines import Engine        # engines.py builds on this module, so it is imported late
+        return Engine
+    return TABLE_CLASSES.get(name)
+
+
+def reload() -> None:
+    """Forget loaded rows, so a changed private catalog (or FLOPSHEET_CATALOG) is read again."""
+    from . import engines
+    for function in (*_CACHED, engines.engines, engines._index):
+        function.cache_clear()
+
+
+def check_folder(folder: Path) -> tuple[list, list[str]]:
+    """Problems of a private catalog folder checked against the packaged catalog, and a
+    summary line per row (new, or which packaged row it overrides)."""
+    problems, summary = [], []
+    merged = {}
+    for name in TABLE_FILES:
+        rows, found = private_catalog.merge(name, _packaged(name), columns(name), [folder])
+        problems += found
+        merged[name] = rows
+        for row, origin in rows:
+            if origin != private_catalog.PACKAGED:
+                what = row.get("name") or f"{row.get('provider')} {row.get('instance')}"
+                summary.append(f"{Path(origin).name}: {what}")
+    gpu_names = {key(r.get(c, "")) for r, _ in merged["gpus.csv"] for c in ("name",)}
+    gpu_names |= {key(a) for r, _ in merged["gpus.csv"] for a in r.get("aliases", "").split(";") if a.strip()}
+    for row, origin in merged.get("cloud.csv", []):
+        if origin == private_catalog.PACKAGED:
+            continue
+        if key(row["gpu"]) not in gpu_names:
+            problems.append(_problem(origin, "gpu", f"GPU {row['gpu']!r} is in no gpus.csv (packaged or private)"))
+        for column, valid in (("pricing", PRICINGS), ("status", PRICE_SETS)):
+            if row.get(column) not in valid:
+                problems.append(_problem(origin, column, f"{row.get(column)!r} must be one of {', '.join(valid)}"))
+    for row, origin in merged["models.csv"]:
+        if origin == private_catalog.PACKAGED:
+            continue
+        try:
+            complete = _complete(_build(Model, row)).params
+        except ValueError:                    # a bad number, reported above
+            continue
+        if not complete:
+            problems.append(_problem(origin, "params", "give params, or the shape (layers, hidden, heads, "
+                                                       "kv_heads, ffn, vocab) to compute it from"))
+    problems += _engine_problems(merged.get("engines.csv", []))
+    for name in ("gpus.csv", "models.csv", "engines.csv"):
+        index: NameIndex = NameIndex(name)
+        for row, origin in merged.get(name, []):
+            try:
+                index.add(row, row["name"], _split(row.get("aliases", "")))
+            except ValueError as e:
+                problems.append(_problem(origin, "aliases", str(e)))
+    return problems, summary
+
+
+def _engine_problems(rows) -> list:
+    """Private engine rows whose choices, fractions or formats do not read (engines.row_problems)."""
+    from .engines import row_problems
+    return [_problem(origin, column, message) for row, origin in rows if origin != private_catalog.PACKAGED
+            for column, message in row_problems(row)]
+
+
+def _problem(origin: str, column: str, message: str):
+    file, line = origin.rsplit(":", 1)
+    return private_catalog.Problem(file, int(line), column, message)
 
 
 def catalog_date() -> str:

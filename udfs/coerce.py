@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from . import catalog, numbers
+from . import catalog, numbers, spec
 from .errors import EXCEL_ERRORS, FlopsheetError, num_error, value_error
 
 
@@ -48,10 +48,34 @@ def is_number_text(text: str) -> bool:
 is_count = is_number_text       # counts are numbers: the rule already reads "7B", "1.5T"
 
 
+def _is_count(value) -> bool:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return True
+    return isinstance(value, str) and is_count(value)
+
+
+def to_model(name: str, value, counts: bool = True):
+    """A model: a MODEL_DEFINE spec, a catalog name or Hugging Face id, or (where `counts`)
+    a bare parameter count, which gives a model known only by its size."""
+    if counts and _is_count(value):
+        params = to_count(name, value)
+        if params <= 0:
+            raise num_error(f"{name} must be > 0 parameters, got {params:g}")
+        return catalog.size_only_model(params)
+    text = to_text(name, value)
+    return spec.model(text) if spec.is_model_spec(text) else catalog.model(text)
+
+
+def to_gpu(name: str, value):
+    """A GPU: a GPU_DEFINE spec or a catalog name."""
+    text = to_text(name, value)
+    return spec.gpu(text) if spec.is_gpu_spec(text) else catalog.gpu(text)
+
+
 def to_params(name: str, value) -> float:
-    """A parameter count, or a catalog model name giving its total parameters."""
+    """A parameter count, or a model (catalog name, MODEL_DEFINE spec) giving its total parameters."""
     if isinstance(value, str) and not is_count(value):
-        m = catalog.model(value)
+        m = to_model(name, value, counts=False)
         if not m.params:
             raise value_error(f"the catalog has no parameter count for {m.name}")
         return m.params

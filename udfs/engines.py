@@ -1,7 +1,8 @@
 """Inference-engine profiles, read from `udfs/data/engines.csv` (every row has `source`,
 `as_of` and a note saying which constants are documented defaults, physical priors, or
 chosen from measured rows). Names are matched loosely: "TensorRT-LLM", "trtllm" and
-"trt-llm" are one engine. Standard library only.
+"trt-llm" are one engine. Rows of a private catalog's `engines.csv` (`udfs.private_catalog`)
+add engines or override the cells they fill, as for the other tables. Standard library only.
 
 A profile holds what changes between engines for the same model and GPU:
 - memory rules: the share of GPU memory the engine may use (`memory_rule` "total": weights,
@@ -20,7 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from functools import cache
 
-from .catalog import Gpu, Precision, _build, _read, as_precision
+from . import catalog, private_catalog
+from .catalog import Gpu, Precision, _build, as_precision
+from .errors import FlopsheetError
 from .names import NameIndex
 
 # The engine assumed when none is given: the one a vendor's own throughput figures use on
@@ -92,17 +95,46 @@ class Engine:
 
 ENGINE_FIELDS = {f.name for f in fields(Engine)}
 
+# What a private row must hold: the values each choice column may take, and the shares of
+# a peak that must lie in (0, 1].
+CHOICES = {"multi_gpu": ("tensor", "layer"), "memory_rule": ("total", "free"), "kv_reservation": ("max", "mean"),
+           "kv_precision": ("16bit", "fp8_if_8bit")}
+FRACTIONS = ("memory_fraction", "bandwidth_fraction_hbm", "bandwidth_fraction_gddr", "quantized_factor",
+             "matmul_fraction_16", "matmul_fraction_8", "matmul_fraction_4")
+
+
+def row_problems(row: dict[str, str]) -> list[tuple[str, str]]:
+    """(column, why) for each cell of an engine row that the model cannot use."""
+    found = [(c, f"{row.get(c)!r} must be one of {', '.join(valid)}")
+             for c, valid in CHOICES.items() if row.get(c, "").strip() not in valid]
+    for c in FRACTIONS:
+        try:
+            if not 0 < float(row.get(c) or "nan") <= 1:
+                found.append((c, f"{row.get(c)!r} must be a share in (0, 1], e.g. 0.8"))
+        except ValueError:
+            found.append((c, f"{row.get(c)!r} must be a share in (0, 1], e.g. 0.8"))
+    for name in (p.strip() for p in (row.get("precisions") or "").split(";") if p.strip()):
+        try:
+            as_precision(name)
+        except FlopsheetError:
+            found.append(("precisions", f"unknown number format {name!r}"))
+    return found
+
 
 @cache
 def engines() -> tuple[Engine, ...]:
-    return tuple(_build(Engine, r) for r in _read("engines.csv"))
+    """Packaged engines overlaid with private rows, which are checked first (file, line, column)."""
+    rows = catalog.rows_with_origin("engines.csv")
+    private_catalog.raise_problems([catalog._problem(origin, column, why) for row, origin in rows
+                                    if origin != private_catalog.PACKAGED for column, why in row_problems(row)])
+    return tuple(_build(Engine, r) for r, _ in rows)
 
 
 @cache
 def _index() -> NameIndex[Engine]:
     index: NameIndex[Engine] = NameIndex("engine")
     for e in engines():
-        index.add(e, e.name, e.aliases)
+        catalog._add(index, e, e.name, e.aliases)
     return index
 
 

@@ -150,7 +150,7 @@ def _gpu_or_figure(arg: Arg, value, attribute: str | None, what: str = ""):
     """A GPU name or a bare figure: the figure as a number (range-checked), or for a name
     the catalog GPU's `attribute` (the Gpu row itself when `attribute` is None)."""
     if isinstance(value, str) and not coerce.is_number_text(value):
-        gpu = catalog.gpu(value)
+        gpu = coerce.to_gpu(arg.name, value)
         if attribute is None:
             return gpu
         figure = getattr(gpu, attribute)
@@ -161,9 +161,9 @@ def _gpu_or_figure(arg: Arg, value, attribute: str | None, what: str = ""):
 
 
 def _model_or_params(arg: Arg, value):
-    """A catalog model (Model row) or a parameter count (float, "70B" accepted)."""
+    """A model (catalog name, MODEL_DEFINE spec) or a parameter count (float, "70B" accepted)."""
     if isinstance(value, str) and not coerce.is_count(value):
-        return catalog.model(coerce.to_text(arg.name, value))
+        return coerce.to_model(arg.name, value, counts=False)
     return _in_range(arg, coerce.to_count(arg.name, value))
 
 
@@ -175,8 +175,8 @@ _COERCERS: dict[str, Callable[[Arg, Any], Any]] = {
     "text": lambda a, v: coerce.to_text(a.name, v),
     "bool": lambda a, v: coerce.to_bool(a.name, v),
     "choice": lambda a, v: coerce.to_choice(a.name, v, a.choices),
-    "gpu": lambda a, v: catalog.gpu(coerce.to_text(a.name, v)),
-    "model": lambda a, v: catalog.model(coerce.to_text(a.name, v)),
+    "gpu": lambda a, v: coerce.to_gpu(a.name, v),
+    "model": lambda a, v: coerce.to_model(a.name, v),
     "precision": lambda a, v: catalog.precision_row(coerce.to_text(a.name, v)),
     "engine": lambda a, v: engines.engine(coerce.to_text(a.name, v)),
     "model_or_params": _model_or_params,

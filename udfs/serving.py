@@ -6,9 +6,11 @@ serving-capacity model in `udfs.capacity`, with the engine profiles of `udfs.eng
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from . import calibration as cal
-from .arch import kv_bytes_per_token, kv_cache_bytes
+from . import catalog, shape
+from .arch import kv_bytes_per_layer_token, kv_cache_bytes
 from .catalog import Gpu, Model, Precision, as_precision
 from .errors import num_error, value_error
 from .units import GIB, TERA
@@ -52,11 +54,28 @@ def _is_quantized(precision: Precision) -> bool:
     return precision.kind in ("gguf",) or (precision.kind == "int" and precision.bits_per_param < 8)
 
 
-def _peak_flops(gpu: Gpu, precision: Precision) -> float:
-    tflops = gpu.tensor_tflops(precision) or gpu.bf16_tflops or gpu.fp16_tflops or gpu.fp32_tflops
+def _peak_flops(gpu: Gpu, precision: Precision, needed_for: str = "this estimate") -> float:
+    """Dense tensor peak for the format (16-bit when the format has no figure of its own).
+    A GPU with no published tensor figure is not guessed from its FP32 vector rate."""
+    tflops = gpu.tensor_tflops(precision) or gpu.bf16_tflops or gpu.fp16_tflops
     if not tflops:
-        raise value_error(f"the catalog has no tensor throughput for {gpu.name}")
+        raise value_error(f"{needed_for} needs the GPU's dense tensor TFLOPS, and there is no published figure for "
+                          f"{gpu.name}; give it with GPU_DEFINE(memory_gb, bandwidth_tbs, bf16_tflops, ...)")
     return tflops * TERA
+
+
+def has_tensor_peak(gpu: Gpu, precision: Precision) -> bool:
+    return bool(gpu.tensor_tflops(precision) or gpu.bf16_tflops or gpu.fp16_tflops)
+
+
+def with_layout(model: Model) -> Model:
+    """A model known only by its size borrows the layout (layers, KV heads, vocabulary) of
+    the catalog's dense model nearest in size, for the estimates that need only the size."""
+    if shape.has_shape(model):
+        return model
+    lender = shape.nearest_dense(model.params, catalog.models())
+    return replace(lender, name=model.name, aliases=(), params=model.params, active_params=None,
+                   published_params=None, published_active_params=None, note=f"layout of {lender.name}")
 
 
 def serving_memory_gib(model: Model, precision: Precision | str, batch: float = 1, context: float = 4096,
@@ -85,21 +104,16 @@ def max_context(model, gpu, precision, batch=1, n_gpus=1, kv_precision=KV_PRECIS
     """Tokens per sequence that fit for `batch` sequences, capped at the model's context length
     (a sliding-window model holds at most its window, so it is then limited only by that cap)."""
     free = _free_for_kv(model, gpu, precision, n_gpus, fraction)
-    per_token = kv_bytes_per_token(model, kv_precision) * batch / n_gpus / GIB
-    tokens = max(0, math.floor(free / per_token))
+    per_layer_token = kv_bytes_per_layer_token(model, kv_precision) * batch / n_gpus / GIB
+    tokens = shape.max_context_for(model, max(0.0, free) / per_layer_token)
     limit = model.context_length or tokens
-    if model.sliding_window and tokens >= model.sliding_window:
-        return limit
-    return min(tokens, limit)
+    if math.isinf(limit):
+        raise num_error(f"every layer of {model.name} holds only its window: give the model's context length")
+    return int(min(math.floor(tokens), limit))
 
 
 def _free_for_kv(model, gpu, precision, n_gpus, fraction) -> float:
     return usable_gib(gpu, fraction) - weight_bytes(model, precision) / n_gpus / GIB - cal.SERVING_OVERHEAD_GIB
-
-
-def _require_arch(model: Model) -> None:
-    if not (model.layers and model.hidden and model.heads):
-        raise value_error(f"the catalog has no architecture for {model.name}")
 
 
 def check_gpus(n_gpus: int) -> int:

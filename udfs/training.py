@@ -7,6 +7,7 @@ from __future__ import annotations
 from . import calibration as cal
 from .catalog import Gpu, Model, Precision, as_precision
 from .errors import value_error
+from .shape import require_shape
 from .units import GIB, TERA
 
 # Bytes per parameter of model state in mixed-precision training (weights in the training
@@ -56,8 +57,7 @@ def training_memory_gib(model: Model, precision: Precision | str = "bf16", optim
     """Per-GPU memory in GiB for full training with ZeRO data parallelism over n GPUs:
     stage 1 shards optimizer states, 2 also gradients, 3 also weights (plus the largest
     layer gathered whole)."""
-    if not model.layers or not model.hidden:
-        raise value_error(f"the catalog has no architecture for {model.name}")
+    require_shape(model)
     precision = as_precision(precision)
     states = model_state_bytes(model.params, precision, optimizer)
     shard = {k: (n_gpus if zero_stage >= level else 1) for k, level in
@@ -96,8 +96,7 @@ def qlora_memory_gib(model: Model, rank: int = 16, seq_len: float = 2048, micro_
     """QLoRA (Dettmers et al. 2023): NF4 base on linear layers, 16-bit embeddings, head and
     norms, LoRA adapters trained in FP32 with Adam (16 bytes/param: weight, gradient, m, v),
     activations (checkpointed: layer inputs plus one layer's working set) and logits."""
-    if not model.layers or not model.hidden:
-        raise value_error(f"the catalog has no architecture for {model.name}")
+    require_shape(model)
     linear = linear_params(model)
     base = linear * base_bits / 8 + (model.params - linear) * 2      # base_bits=16: plain LoRA
     adapters = lora_params(model, rank) * 16
@@ -124,5 +123,6 @@ def training_gpu_hours(params: float, tokens: float, gpu: Gpu, mfu: float = cal.
     precision = as_precision(precision)
     peak = gpu.tensor_tflops(precision)
     if not peak:
-        raise value_error(f"the catalog has no dense {precision.name} throughput for {gpu.name}")
+        raise value_error(f"training time needs the GPU's dense {precision.name} TFLOPS, and there is no published "
+                          f"figure for {gpu.name}; give it with GPU_DEFINE(memory_gb, bandwidth_tbs, bf16_tflops, ...)")
     return training_flops(params, tokens) / (peak * TERA * mfu) / 3600

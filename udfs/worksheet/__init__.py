@@ -1,4 +1,5 @@
 """Worksheet-function declarations, one module per topic. Importing this package fills
 `udfs.registry.REGISTRY`; nothing else lists the functions."""
 
-from . import architecture, catalogs, compute, cost, economics, memory, picker, planning, serving, speed  # noqa: F401
+from . import (architecture, catalogs, compute, cost, define, economics, memory, picker, planning,  # noqa: F401
+               serving, speed)

@@ -1,0 +1,108 @@
+"""Hugging Face config.json import: parameter counts for every style the catalog holds,
+checked against counts published with each model (exact where the source gives them)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from udfs import hf_config
+from udfs.errors import FlopsheetError
+
+CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+
+# fixture: (total, active or None, relative tolerance). Exact counts are the ones computed
+# from each config in public write-ups; rounded ones are the model cards' (text model only).
+EXPECTED = {
+    "Qwen3-0.6B": (596_049_920, None, 0), "Qwen3-4B": (4_022_468_096, None, 0),
+    "Qwen3-8B": (8_190_735_360, None, 0), "Qwen3-14B": (14_768_307_200, None, 0),
+    "Qwen3-32B": (32_762_123_264, None, 0),
+    "Qwen3-30B-A3B": (30.53e9, 3.35e9, 0.002), "Qwen3-235B-A22B": (235.09e9, 22.19e9, 0.001),
+    "gpt-oss-20b": (20.91e9, None, 0.001), "gpt-oss-120b": (116.83e9, None, 0.0005),
+    "Llama-4-Scout-17B-16E-Instruct": (107.8e9, 17.2e9, 0.002),
+    "Llama-4-Maverick-17B-128E-Instruct": (400.7e9, 17.2e9, 0.002),
+    "DeepSeek-V3": (671_026_419_200, 37_552_297_472, 0), "DeepSeek-R1": (671_026_419_200, 37_552_297_472, 0),
+    "Mistral-Small-3.1-24B-Instruct-2503": (23.57e9, None, 0.001), "phi-4": (14_659_507_200, None, 0),
+    "Qwen2.5-14B": (14_770_033_664, None, 0), "Qwen2.5-32B": (32_763_876_352, None, 0),
+    "QwQ-32B": (32_763_876_352, None, 0), "Llama-3.2-1B": (1_235_814_400, None, 0),
+    "Llama-3.2-3B": (3_212_749_824, None, 0),
+}
+# Gemma 3 Technical Report, Table 1: non-embedding parameters of the language model (millions).
+GEMMA_NON_EMBEDDING = {"gemma-3-4b-it": 3_209e6, "gemma-3-12b-it": 10_759e6, "gemma-3-27b-it": 25_600e6}
+
+
+def _row(fixture: str) -> dict:
+    path = CONFIGS / f"{fixture}.json"
+    config = hf_config.read(path)
+    return hf_config.model_row(config, hf_config.default_name(config, path), str(path))
+
+
+@pytest.mark.parametrize("fixture", EXPECTED)
+def test_counts_match_published(fixture):
+    total, active, rel = EXPECTED[fixture]
+    row = _row(fixture)
+    assert row["params"] == pytest.approx(total, rel=rel, abs=0 if rel else 0.5)
+    if active is not None:
+        assert row["active_params"] == pytest.approx(active, rel=rel, abs=0 if rel else 0.5)
+
+
+@pytest.mark.parametrize("fixture", GEMMA_NON_EMBEDDING)
+def test_gemma3_non_embedding_matches_report(fixture):
+    row = _row(fixture)
+    non_embedding = row["params"] - row["vocab"] * row["hidden"]          # tied: one table
+    assert non_embedding == pytest.approx(GEMMA_NON_EMBEDDING[fixture], rel=5e-4)
+
+
+def test_gpt_oss_active_matches_model_card_convention():
+    # The card counts the unembedding but not the embedding in active parameters.
+    for fixture, published in (("gpt-oss-20b", 3.61e9), ("gpt-oss-120b", 5.13e9)):
+        row = _row(fixture)
+        assert row["active_params"] - row["vocab"] * row["hidden"] == pytest.approx(published, rel=1e-3)
+
+
+@pytest.mark.parametrize("fixture,window,local,kind", [
+    ("gpt-oss-20b", 128, 12, "sliding"), ("gpt-oss-120b", 128, 18, "sliding"),
+    ("gemma-3-4b-it", 1024, 29, "sliding"), ("gemma-3-12b-it", 1024, 40, "sliding"),
+    ("gemma-3-27b-it", 1024, 52, "sliding"),
+    ("Llama-4-Scout-17B-16E-Instruct", 8192, 36, "chunked"), ("Qwen2.5-32B", None, None, None),
+    ("Qwen3-32B", None, None, None)])
+def test_attention_layout(fixture, window, local, kind):
+    row = _row(fixture)
+    assert (row.get("sliding_window"), row.get("local_layers"), row.get("local_attention")) == (window, local, kind)
+
+
+def test_mla_and_moe_layout_of_deepseek():
+    row = _row("DeepSeek-V3")
+    assert (row["kv_lora_rank"], row["qk_rope_dim"], row["q_lora_rank"]) == (512, 64, 1536)
+    assert (row["n_experts"], row["experts_per_token"], row["shared_experts"], row["moe_layers"]) == (256, 8, 1, 58)
+    assert (row["ffn"], row["dense_ffn"]) == (2048, 18432)
+
+
+def test_maverick_interleaves_dense_layers():
+    row = _row("Llama-4-Maverick-17B-128E-Instruct")
+    assert (row["moe_layers"], row["dense_ffn"], row["ffn"], row["shared_experts"]) == (24, 16384, 8192, 1)
+
+
+@pytest.mark.parametrize("content,message", [
+    ("{not json", "not valid JSON"), ("[1, 2]", "not a config.json object"),
+    ('{"model_type": "mamba"}', "model_type 'mamba' is not supported"),
+    ('{"model_type": "llama", "hidden_size": 8}', "lacks num_hidden_layers"),
+])
+def test_bad_configs_give_clear_errors(tmp_path, content, message):
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    with pytest.raises(FlopsheetError, match=message):
+        hf_config.model_row(hf_config.read(path), "x", "x")
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(FlopsheetError, match="cannot read"):
+        hf_config.read(tmp_path / "nope.json")
+
+
+def test_default_name_from_folder_or_name_or_path(tmp_path):
+    folder = tmp_path / "Acme-8B"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    assert hf_config.default_name({}, folder / "config.json") == "Acme-8B"
+    assert hf_config.default_name({"_name_or_path": "org/Acme-9B"}, folder / "config.json") == "Acme-9B"
