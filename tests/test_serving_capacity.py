@@ -27,6 +27,7 @@ def test_engine_names_match_loosely(text, name):
 def test_default_engine_depends_on_the_gpu_vendor():
     assert engines.engine("", H100).name == "TensorRT-LLM"
     assert engines.engine(None, catalog.gpu("MI300X")).name == "vLLM"
+    assert engines.engine(None, catalog.gpu("M2 Ultra")).name == "llama.cpp"     # vLLM does not run on Apple silicon
 
 
 def test_unknown_engine_is_a_clear_error():

@@ -28,9 +28,9 @@ from .names import NameIndex
 
 # The engine assumed when none is given: the one a vendor's own throughput figures use on
 # its GPUs (NVIDIA publishes TensorRT-LLM numbers), vLLM on every other accelerator.
-DEFAULT_ENGINES = {"NVIDIA": "TensorRT-LLM"}
+DEFAULT_ENGINES = {"NVIDIA": "TensorRT-LLM", "Apple": "llama.cpp"}   # vLLM and TensorRT-LLM do not run on Apple silicon
 FALLBACK_ENGINE = "vLLM"
-DEFAULT_ENGINE_TEXT = "TensorRT-LLM on NVIDIA GPUs, vLLM on others"
+DEFAULT_ENGINE_TEXT = "TensorRT-LLM on NVIDIA GPUs, llama.cpp on Apple silicon, vLLM on others"
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,7 @@ def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts,
             Arg("fp4_tflops", "number", "Dense FP4 tensor throughput (blank: none)", "TFLOPS", default="", min=0,
                 min_open=True),
             Arg("vendor", "text", "Maker (NVIDIA, AMD, Apple, ...): sets the default inference engine, TensorRT-LLM "
-                "on NVIDIA and vLLM on others, as for catalog GPUs", default="")],
+                "on NVIDIA, llama.cpp on Apple and vLLM on others, as for catalog GPUs", default="")],
            returns="text",
            examples=[((80, 3.35, 989.5, 1979, "HBM3"), "gpu: 80GB 3.35TB/s bf16=989.5 fp8=1979 HBM3"),
                      ((192, 0.8, "", "", "unified", "", "", "", "Mac Studio M2 Ultra"),
