@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from functools import cache
 from importlib import resources
 
-from .errors import FlopsheetError, na_error
+from .errors import FlopsheetError, na_error, quote
 from .names import NameIndex, key
 
 
@@ -311,7 +311,7 @@ def precision_row(name: str) -> Precision:
         return _precision_index().exact[key(name)]
     except KeyError:
         valid = ", ".join(p.name for p in precisions())
-        raise FlopsheetError(f"unknown precision {name!r}; valid: {valid}") from None
+        raise FlopsheetError(f"unknown precision {quote(name)}; valid: {valid}") from None
 
 
 def as_precision(value: Precision | str) -> Precision:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from . import catalog, numbers
-from .errors import EXCEL_ERRORS, FlopsheetError, num_error, value_error
+from .errors import EXCEL_ERRORS, FlopsheetError, num_error, quote, value_error
 
 
 def is_blank(value) -> bool:
@@ -25,13 +25,16 @@ def to_number(name: str, value) -> float:
     if isinstance(value, bool):
         raise value_error(f"{name} must be a number, not {str(value).upper()}")
     if isinstance(value, (int, float)):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # a whole number of hundreds of digits (JSON allows them)
+            raise num_error(f"{name} is too large to compute with, got {quote(value)}") from None
     elif isinstance(value, str):
         number = numbers.parse(name, value)         # $12,000, 70%, 1.5k, 2T: the one rule
     else:
         raise value_error(f"{name} must be a number, got {type(value).__name__}")
     if math.isnan(number) or math.isinf(number):
-        raise num_error(f"{name} must be a finite number, got {value}")
+        raise num_error(f"{name} must be a finite number, got {quote(value)}")
     return number
 
 
@@ -65,7 +68,7 @@ def to_bool(name: str, value) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in ("true", "yes", "y", "1", "false", "no", "n", "0"):
         return value.strip().lower() in ("true", "yes", "y", "1")
-    raise value_error(f"{name} must be TRUE or FALSE, got {value!r}")
+    raise value_error(f"{name} must be TRUE or FALSE, got {quote(value)}")
 
 
 def to_text(name: str, value) -> str:
@@ -79,4 +82,4 @@ def to_choice(name: str, value, choices: tuple[str, ...]) -> str:
     for choice in choices:
         if text == choice.lower().replace("_", "-"):
             return choice
-    raise value_error(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    raise value_error(f"{name} must be one of {', '.join(choices)}; got {quote(value)}")

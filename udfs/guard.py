@@ -1,10 +1,9 @@
-"""The one output guard and the one input quoter.
+"""The one output guard.
 
 `check_result(name, unit, result)` runs on every worksheet function's result (scalar or
 table) before any front end sees it: a number that is not finite, or money or memory that
 is negative, becomes a `#NUM!` error with the reason, so no CLI, add-in cell or JSON answer
-ever shows inf, NaN or a negative cost. `quote(value)` is how every error message shows a
-user's input: a short prefix, never the whole 100,000-character cell.
+ever shows inf, NaN or a negative cost. Standard library only: the engine runs it.
 """
 
 from __future__ import annotations
@@ -13,31 +12,9 @@ import math
 
 from .errors import num_error
 
-QUOTE_LIMIT = 40          # characters of an input an error message shows
-MESSAGE_LIMIT = 500       # the longest message a cell, the CLI or a log line ever gets
-
 # Units (of a function's result, or words in a table's column name) that can never be negative.
 NON_NEGATIVE_UNITS = {"$": "money", "usd": "money", "cost": "money", "price": "money",
                       "gb": "memory", "gib": "memory", "vram": "memory"}
-
-
-def quote(value, limit: int = QUOTE_LIMIT) -> str:
-    """repr() of an input, cut to `limit` characters with its full length noted."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** limit:
-        return f"a {len(str(abs(value)))}-digit number"
-    try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001 - repr of a hostile object must not hide the real error
-        return f"a {type(value).__name__}"
-    if len(text) <= limit:
-        return text
-    size = f"{len(value):,} characters" if isinstance(value, str) else type(value).__name__
-    return f"{text[:limit]}... ({size})"
-
-
-def clip(message: str, limit: int = MESSAGE_LIMIT) -> str:
-    """A message no longer than `limit` (the backstop behind `quote`)."""
-    return message if len(message) <= limit else message[:limit - 3] + "..."
 
 
 def kind_of(unit: str) -> str | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 
-from .errors import value_error
+from .errors import quote, value_error
 
 RULE = ("numbers may be written 12000, 12,000, $12,000, 70% (= 0.7), 1.5k, 8B, 2T, 7e9, "
         "-5 or (5)")
@@ -67,5 +67,5 @@ def parse(name: str, text: str) -> float:
     if number is not None:
         return number
     if any(sign in text for sign in _OTHER_CURRENCY):
-        raise value_error(f"{name} must be an amount in US dollars, got {text!r}: convert it to $ first")
-    raise value_error(f"{name} must be a number, got text {text!r} ({RULE})")
+        raise value_error(f"{name} must be an amount in US dollars, got {quote(text)}: convert it to $ first")
+    raise value_error(f"{name} must be a number, got text {quote(text)} ({RULE})")

@@ -15,12 +15,11 @@ whose inputs are bad.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import catalog, coerce, engines
-from .errors import FlopsheetError, num_error, value_error
+from . import catalog, coerce, engines, guard
+from .errors import FlopsheetError, num_error, quote, value_error
 
 REQUIRED = object()
 
@@ -131,9 +130,9 @@ def get(name: str) -> Function:
     fn = fns.get(name.strip().upper())
     if fn is None:
         import difflib
-        close = difflib.get_close_matches(name.upper(), list(fns), n=3)
+        close = difflib.get_close_matches(name.upper()[:100], list(fns), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise FlopsheetError(f"unknown function {name!r}{hint}", "#NAME?")
+        raise FlopsheetError(f"unknown function {quote(name)}{hint}", "#NAME?")
     return fn
 
 
@@ -232,9 +231,8 @@ def call(name: str, *args, **kwargs):
         result = fn.impl(**values)
     except (ZeroDivisionError, OverflowError):
         raise num_error(f"{fn.name}: the inputs are too large or too small to compute with") from None
-    if isinstance(result, float) and not math.isfinite(result):
-        raise num_error(f"{fn.name}: the result is too large (or too small) to compute with these inputs")
-    return result
+    # every front end gets results through here: no inf/NaN, no negative money or memory
+    return guard.check_result(fn.name, fn.unit, result)
 
 
 # ---------------------------------------------------------------- array form
