@@ -197,7 +197,7 @@ def cloud_price(instance: str, pricing: str = "on-demand", provider: str = "",
     rows = [p for p in cloud_prices() if p.instance == name and p.status == price_set
             and (not provider or key(p.provider) == key(provider))]
     if not rows:
-        raise na_error(f"no {price_set} prices for {name}" + (f" at {provider}" if provider else ""))
+        raise na_error(f"no {price_set} prices for {name}" + (f" at {quote(provider)}" if provider else ""))
     matching = [p for p in rows if p.pricing == pricing]
     if not matching:
         have = ", ".join(sorted({p.pricing for p in rows}))

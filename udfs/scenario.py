@@ -25,6 +25,7 @@ WORKLOAD_FIELDS = {"kind", "model", "params", "precision", "tokens", "requests_p
                    "batch", "prompt_tokens_per_request", "engine"}
 CONSTRAINT_FIELDS = {"deadline_days", "p95_latency_s", "budget_usd", "objective"}
 CANDIDATE_FIELDS = {"gpus", "counts", "pricing", "tiers"}
+MAX_OPTIONS = 10_000       # GPUs x counts x pricing bases one report may sweep (~1 minute, a few MB)
 PRICE_FIELDS = {"usd_per_gpu_hour", "purchase_usd"}
 OWNERSHIP_FIELDS = {f.name for f in fields(Ownership)}
 
@@ -272,7 +273,21 @@ def parse(text: str, source: str = "<scenario>") -> Scenario:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{source}: not valid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={...}}
+        raise ScenarioError(f"{source}: values are nested too deeply; a scenario needs at most a list "
+                            f"inside a table") from None
     return from_dict(data, source)
+
+
+def _check_sweep_size(sc: Scenario) -> None:
+    """Refuse a sweep too large to compute and write in reasonable time and memory."""
+    gpus = len(sc.gpus) if sc.gpus is not None else len(catalog.gpus())
+    counts = len(sc.counts) if sc.counts is not None else 1
+    total = gpus * counts * len(sc.pricing)
+    if total > MAX_OPTIONS:
+        raise ScenarioError(f"candidates: the sweep has {total:,} options ({gpus} GPUs x {counts:,} counts x "
+                            f"{len(sc.pricing)} pricing bases); at most {MAX_OPTIONS:,}. Narrow it: fewer "
+                            f"candidates.counts (or \"auto\"), a list of candidates.gpus, or one candidates.pricing")
 
 
 def from_dict(data: dict, source: str = "") -> Scenario:
@@ -356,6 +371,7 @@ def from_dict(data: dict, source: str = "") -> Scenario:
     except FlopsheetError:
         raise ScenarioError(f"candidates.tiers: {quote(tiers)} is not allowed; allowed values: \"datacenter\" (default), "
                             f"\"datacenter,workstation\", \"any\" or a list of {', '.join(catalog.TIERS)}") from None
+    _check_sweep_size(sc)
 
     prices = data.get("prices", {})
     if not isinstance(prices, dict):

@@ -26,6 +26,7 @@ from udfs import calibration as cal
 from udfs import catalog, economics, picker
 from udfs.economics import HOURS_PER_MONTH
 from udfs.report_model import SWING, Result, analyse, as_json, breakeven_sentence, count_sentence
+from udfs.safe_write import check_targets
 from udfs.scenario import Scenario
 from udfs.sweep import Row, purchase_price
 
@@ -691,12 +692,12 @@ def write_report(scenario_path, out, force: bool = False, with_csv: bool = False
     targets = [out] + ([csv_path] if with_csv else [])
     if not force:
         for t in targets:
-            if t.exists():
+            if t.exists() and not t.is_dir():
                 raise ReportExists(f"{t} already exists; use --force to overwrite it")
+    check_targets(targets, force=force)    # before the work: a folder, no permission, read-only
     sc = load(scenario_path)
     res = analyse(sc)
     wb = build(sc, res)
-    out.parent.mkdir(parents=True, exist_ok=True)
     atomic_save(wb, out)
     if with_csv:
         _atomic_text(csv_path, options_csv(res))
@@ -706,7 +707,9 @@ def write_report(scenario_path, out, force: bool = False, with_csv: bool = False
 # ---------------------------------------------------------------- CLI (parser in workbook_templates/cli.py)
 def run_command(args) -> int:
     import sys
+
     from udfs.errors import FlopsheetError
+    from udfs.safe_write import WriteError
     out = Path(args.output)
     if out.suffix.lower() != ".xlsx":
         print(f"report: the output must be an .xlsx file, got {out.name}", file=sys.stderr)
@@ -719,8 +722,8 @@ def run_command(args) -> int:
     except FlopsheetError as e:
         print(f"report: {args.scenario}: {e}", file=sys.stderr)
         return 2
-    except OSError as e:
-        print(f"report: cannot write {out}: {e}", file=sys.stderr)
+    except (WriteError, OSError) as e:
+        print(f"report: {e}", file=sys.stderr)
         return 2
     best = res.best
     summary = (f"recommended: {best.label}, ${best.total_cost:,.0f}" + (" per month" if res.scenario.serving else "")
