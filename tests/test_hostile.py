@@ -330,7 +330,7 @@ def run_with_terminal(args) -> tuple[int, str]:
 def test_a_slow_report_shows_progress_on_a_terminal_only(tmp_path):
     pytest.importorskip("tqdm")
     path = tmp_path / "wide.toml"
-    counts = ", ".join(str(n) for n in range(1, 41))
+    counts = ", ".join(str(n) for n in range(1, 101))
     path.write_text(SERVE_8B.replace('gpus = "all"', f'gpus = "all"\ncounts = [{counts}]'))
     status, terminal = run_with_terminal(["report", path, "-o", tmp_path / "a.xlsx"])
     assert status == 0, terminal

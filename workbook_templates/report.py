@@ -15,6 +15,9 @@ import csv
 import io
 import json
 import os
+import shutil
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from openpyxl import Workbook
@@ -695,13 +698,40 @@ def write_report(scenario_path, out, force: bool = False, with_csv: bool = False
             if t.exists() and not t.is_dir():
                 raise ReportExists(f"{t} already exists; use --force to overwrite it")
     check_targets(targets, force=force)    # before the work: a folder, no permission, read-only
-    sc = load(scenario_path)
-    res = analyse(sc)
-    wb = build(sc, res)
-    atomic_save(wb, out)
-    if with_csv:
-        _atomic_text(csv_path, options_csv(res))
+    with progress(4 + with_csv, "report") as step:
+        sc = load(scenario_path)
+        step("sweep and sensitivity")
+        res = analyse(sc)
+        step("workbook")
+        wb = build(sc, res)
+        step("save")
+        atomic_save(wb, out)
+        if with_csv:
+            step("csv")
+            _atomic_text(csv_path, options_csv(res))
+        step("")
     return res
+
+
+@contextmanager
+def progress(steps: int, what: str):
+    """A progress bar on stderr, only on a terminal, only when the run takes over half a
+    second, and only where tqdm is installed (pip install 'flopsheet[progress]'). Yields
+    `step(next_stage)`: the previous stage is done."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is None or not sys.stderr.isatty():
+        yield lambda stage: None
+        return
+    size = shutil.get_terminal_size((80, 24))   # a terminal that reports 0x0 (tqdm would hide the bar): 80x24
+    with tqdm(total=steps, desc=what, unit="step", delay=0.5, file=sys.stderr, leave=False, ncols=size.columns,
+              nrows=size.lines) as bar:
+        def step(stage: str) -> None:
+            bar.update(1)
+            bar.set_postfix_str(stage, refresh=True)
+        yield step
 
 
 # ---------------------------------------------------------------- CLI (parser in workbook_templates/cli.py)
