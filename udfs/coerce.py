@@ -45,7 +45,7 @@ def to_count(name: str, value) -> float:
 
 def is_number_text(text: str) -> bool:
     """True when text writes a number under the one rule ("3.35", "2,000", "$5", "70%", "7B")."""
-    return numbers.try_parse(text) is not None
+    return numbers.try_parse(text) is not None or numbers.overflows(text)
 
 
 is_count = is_number_text       # counts are numbers: the rule already reads "7B", "1.5T"
