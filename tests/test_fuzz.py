@@ -17,7 +17,7 @@ import re
 import pytest
 
 from udfs import registry
-from udfs.errors import FlopsheetError
+from udfs.errors import EXCEL_ERRORS, FlopsheetError
 
 FUNCTIONS = list(registry.functions().values())
 LONG_TEXT = "7" * 10_000 + "B" * 10_000          # 20,000 characters, half of them digits
@@ -130,6 +130,10 @@ def test_every_hostile_value_through_the_generated_addin_functions():
             continue
         except Exception as e:  # noqa: BLE001
             failures.append(f"{fn.name}.{arg} = {label}: uncaught {type(e).__name__}: {str(e)[:120]}")
+            continue
+        if isinstance(result, str) and result.startswith(EXCEL_ERRORS):   # classic runtime: the message is the cell
+            if "unexpected" in result or len(result) > MESSAGE_LIMIT:
+                failures.append(f"{fn.name}.{arg} = {label}: {result[:160]} ({len(result)} characters)")
             continue
         bad = problems(fn, result)
         if bad:
