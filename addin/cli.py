@@ -18,7 +18,19 @@ def _run_lite(args) -> int:
 def _run_serve(args) -> int:
     from . import server
     return server.serve(host=args.host, port=args.port, project_dir=args.project_dir, log_level=args.log_level,
-                        workers=args.workers, ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile)
+                        workers=args.workers, ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile,
+                        max_request_mb=args.max_request_mb)
+
+
+def _positive_mb(text: str) -> float:
+    import argparse
+    try:
+        mb = float(text)
+    except ValueError:
+        mb = -1.0
+    if not 0 < mb <= 1024:
+        raise argparse.ArgumentTypeError(f"must be a number of MB above 0 and at most 1024, got {text[:20]!r}")
+    return mb
 
 
 def add(sub) -> None:
@@ -36,6 +48,8 @@ def add(sub) -> None:
     lite.set_defaults(run=_run_lite)
 
     serve = sub.add_parser("serve", help="run xlwings Server with Flopsheet's functions (needs XLWINGS_LICENSE_KEY)")
+    serve.add_argument("--max-request-mb", type=_positive_mb, default=None,
+                       help="refuse larger requests with 413 (default 8 MB: a 600x1000 range is about 4 MB)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--project-dir", help="use this xlwings Server project folder instead of a generated one")

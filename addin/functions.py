@@ -24,7 +24,7 @@ import xlwings
 from xlwings import arg, func
 
 from udfs import registry
-from udfs.errors import FlopsheetError
+from udfs.errors import FlopsheetError, clip
 from udfs.table import Table
 
 from .spec import arg_doc, docstring, python_optional, registry_functions
@@ -111,15 +111,26 @@ def _evaluate(fn, args):
     return result
 
 
+class CellError(xlwings.XlwingsError):
+    """A bad input as xlwings sees it (HTTP 400, a #VALUE!/#NUM! cell), with the line the
+    server logs for it instead of the message: no cell values in the log (addin/asgi.py)."""
+
+    def __init__(self, text: str, log_line: str):
+        super().__init__(text)
+        self.log_line = log_line
+
+
 def _failure(fn, exc: Exception):
     if isinstance(exc, FlopsheetError):
         text = str(exc)
+        log_line = f"{fn.name}: bad input ({exc.code})"
     else:  # an engine bug: log it, but never send a traceback (or a 500) to Excel
         _log.exception("Flopsheet %s failed", fn.name)
-        text = f"#VALUE!: {fn.name} failed unexpectedly ({type(exc).__name__}: {exc})"
+        text = clip(f"#VALUE!: {fn.name} failed unexpectedly ({type(exc).__name__}: {exc})")
+        log_line = f"{fn.name}: failed unexpectedly ({type(exc).__name__})"
     if RUNTIME == "classic":
         return text  # the cell shows the message; classic has no error values to raise
-    raise xlwings.XlwingsError(text) from None
+    raise CellError(text, log_line) from None
 
 
 # ------------------------------------------------------------------ generation

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from . import private_catalog, shape
-from .errors import FlopsheetError, na_error, value_error
+from .errors import FlopsheetError, na_error, quote, value_error
 from .names import NameIndex, key
 
 
@@ -220,7 +220,7 @@ def cloud_price(instance: str, pricing: str = "on-demand", provider: str = "",
     rows = [p for p in cloud_prices() if p.instance == name and p.status == price_set
             and (not provider or key(p.provider) == key(provider))]
     if not rows:
-        raise na_error(f"no {price_set} prices for {name}" + (f" at {provider}" if provider else ""))
+        raise na_error(f"no {price_set} prices for {name}" + (f" at {quote(provider)}" if provider else ""))
     matching = [p for p in rows if p.pricing == pricing]
     if not matching:
         have = ", ".join(sorted({p.pricing for p in rows}))
@@ -372,7 +372,7 @@ def precision_row(name: str) -> Precision:
         return _precision_index().exact[key(name)]
     except KeyError:
         valid = ", ".join(p.name for p in precisions())
-        raise FlopsheetError(f"unknown precision {name!r}; valid: {valid}") from None
+        raise FlopsheetError(f"unknown precision {quote(name)}; valid: {valid}") from None
 
 
 def as_precision(value: Precision | str) -> Precision:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import signal
 import sys
 from importlib.metadata import entry_points
 
 from . import __version__, numbers, registry
 from .errors import FlopsheetError
+from .safe_write import WriteError
 from .table import Table
 
 EXIT_BAD_INPUT = 2
@@ -54,8 +56,8 @@ def cmd_calc(args) -> int:
     except FlopsheetError as e:
         print(str(e), file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.json:
-        print(json.dumps(_jsonable(result), default=str))
+    if args.json:  # strict JSON: never Infinity/NaN (the registry's guard already refuses them)
+        print(json.dumps(_jsonable(result), default=str, allow_nan=False))
     elif isinstance(result, Table):
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(result.header)
@@ -121,16 +123,28 @@ def _add_front_end(sub, ep) -> None:
             broken.set_defaults(run=unavailable)
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # calc and functions never load the front ends (faster, and immune to a broken one)
     core = bool(argv) and argv[0] in CORE_COMMANDS
     args = build_parser(front_ends=not core).parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so a half-written file's temporary copy is removed
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.run(args)
     except FlopsheetError as e:
         print(str(e), file=sys.stderr)
         return EXIT_BAD_INPUT
+    except WriteError as e:
+        print(f"flopsheet {args.command}: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"flopsheet {args.command}: interrupted; nothing half-written was left behind", file=sys.stderr)
+        return 130
     except BrokenPipeError:              # output piped into `head`: not an error
         sys.stderr.close()
         return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from . import catalog, numbers, spec
-from .errors import EXCEL_ERRORS, FlopsheetError, num_error, value_error
+from .errors import EXCEL_ERRORS, FlopsheetError, num_error, quote, value_error
 
 
 def is_blank(value) -> bool:
@@ -25,13 +25,16 @@ def to_number(name: str, value) -> float:
     if isinstance(value, bool):
         raise value_error(f"{name} must be a number, not {str(value).upper()}")
     if isinstance(value, (int, float)):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # a whole number of hundreds of digits (JSON allows them)
+            raise num_error(f"{name} is too large to compute with, got {quote(value)}") from None
     elif isinstance(value, str):
         number = numbers.parse(name, value)         # $12,000, 70%, 1.5k, 2T: the one rule
     else:
         raise value_error(f"{name} must be a number, got {type(value).__name__}")
     if math.isnan(number) or math.isinf(number):
-        raise num_error(f"{name} must be a finite number, got {value}")
+        raise num_error(f"{name} must be a finite number, got {quote(value)}")
     return number
 
 
@@ -42,7 +45,7 @@ def to_count(name: str, value) -> float:
 
 def is_number_text(text: str) -> bool:
     """True when text writes a number under the one rule ("3.35", "2,000", "$5", "70%", "7B")."""
-    return numbers.try_parse(text) is not None
+    return numbers.try_parse(text) is not None or numbers.overflows(text)
 
 
 is_count = is_number_text       # counts are numbers: the rule already reads "7B", "1.5T"
@@ -89,7 +92,7 @@ def to_bool(name: str, value) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in ("true", "yes", "y", "1", "false", "no", "n", "0"):
         return value.strip().lower() in ("true", "yes", "y", "1")
-    raise value_error(f"{name} must be TRUE or FALSE, got {value!r}")
+    raise value_error(f"{name} must be TRUE or FALSE, got {quote(value)}")
 
 
 def to_text(name: str, value) -> str:
@@ -98,9 +101,21 @@ def to_text(name: str, value) -> str:
     return str(value).strip()
 
 
+def to_name(name: str, value) -> str:
+    """A label (a model's or GPU's name, a vendor): text with a letter in it that does not read
+    as a number, so that "inf", "NaN" or 1e308 never become part of a spec or a result."""
+    text = to_text(name, value)
+    try:
+        float(text.replace(",", ""))
+    except ValueError:
+        if any(ch.isalpha() for ch in text):
+            return text
+    raise value_error(f"{name} must be a name (text with letters), got {quote(text)}")
+
+
 def to_choice(name: str, value, choices: tuple[str, ...]) -> str:
     text = to_text(name, value).lower().replace("_", "-").replace(" ", "-")
     for choice in choices:
         if text == choice.lower().replace("_", "-"):
             return choice
-    raise value_error(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    raise value_error(f"{name} must be one of {', '.join(choices)}; got {quote(value)}")

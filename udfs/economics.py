@@ -27,7 +27,11 @@ def capital_recovery_factor(rate: float, years: float) -> float:
 
 
 def annual_capital(hardware_cost_usd: float, years: float, rate: float = 0.0, residual_value_usd: float = 0.0) -> float:
-    """Equal yearly payment that repays the purchase (less the residual's present value)."""
+    """Equal yearly payment that repays the purchase (less the residual's present value).
+    A resale value above the purchase price would make owning earn money: refused."""
+    if residual_value_usd > hardware_cost_usd:
+        raise num_error(f"residual_value_usd ({residual_value_usd:,.6g}) must not exceed hardware_cost_usd "
+                        f"({hardware_cost_usd:,.6g}): a GPU does not resell for more than it cost")
     net = hardware_cost_usd - residual_value_usd / (1 + rate) ** years
     return net * capital_recovery_factor(rate, years)
 

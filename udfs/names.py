@@ -14,9 +14,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Generic, Iterable, TypeVar
 
-from .errors import FlopsheetError
+from .errors import FlopsheetError, quote
 
 T = TypeVar("T")
+
+SUGGEST_PREFIX = 100     # characters of an unknown name compared with the known ones
+MAX_NAME_CHARS = 200     # no catalog name (or alias) is longer
+TOO_LONG = "#too-long"
 
 # Words that never tell two catalog rows apart.
 _NOISE = re.compile(r"\b(nvidia|amd|intel|geforce|instinct|tesla|habana|the|gpu|card)\b")
@@ -26,11 +30,15 @@ _MEMORY = re.compile(r"(\d+)\s*(?:gib|gb|g)\b")
 def key(text: str) -> str:
     """The comparison key of a name: lower-case alphanumerics, noise words removed."""
     text = str(text).strip().lower()
+    if len(text) > MAX_NAME_CHARS:      # matches no name (keys are [a-z0-9_]); the regexes below
+        return TOO_LONG                 # are quadratic on a long run of digits
     if "/" in text:                       # Hugging Face repo id: keep the model part
         text = text.rsplit("/", 1)[1]
     text = _MEMORY.sub(lambda m: f" {m.group(1)}gb ", text)
     text = _NOISE.sub(" ", text)
     return re.sub(r"[^a-z0-9.]+", "", text).replace(".", "_")
+
+
 
 
 @dataclass
@@ -62,6 +70,8 @@ class NameIndex(Generic[T]):
         return sorted(set(self.display.values()))
 
     def resolve(self, text: str, name_of=lambda row: getattr(row, "name")) -> T:
+        if len(str(text).strip()) > MAX_NAME_CHARS:
+            raise FlopsheetError(f"unknown {self.what} {quote(text)}: longer than any {self.what} name", "#N/A")
         k = key(text)
         if k in self.exact:
             return self.exact[k]
@@ -70,11 +80,11 @@ class NameIndex(Generic[T]):
             return rows[0]
         if len(rows) > 1:
             options = ", ".join(sorted(name_of(r) for r in rows))
-            raise FlopsheetError(f"{self.what} name {text!r} is ambiguous: did you mean one of {options}?", "#N/A")
-        raise FlopsheetError(f"unknown {self.what} {text!r}{self.suggest(text)}", "#N/A")
+            raise FlopsheetError(f"{self.what} name {quote(text)} is ambiguous: did you mean one of {options}?", "#N/A")
+        raise FlopsheetError(f"unknown {self.what} {quote(text)}{self.suggest(text)}", "#N/A")
 
     def suggest(self, text: str) -> str:
-        k = key(text)
+        k = key(text)[:SUGGEST_PREFIX]   # difflib is quadratic: a 20,000-character cell took seconds
         close = difflib.get_close_matches(k, list(self.display), n=8, cutoff=0.5)
         if not close and k:
             close = [c for c in self.display if k in c or c in k]

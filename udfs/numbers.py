@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 
-from .errors import value_error
+from .errors import num_error, quote, value_error
 
 RULE = ("numbers may be written 12000, 12,000, $12,000, 70% (= 0.7), 1.5k, 8B, 2T, 7e9, "
         "-5 or (5)")
@@ -61,11 +61,22 @@ def try_parse(text: str) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def overflows(text: str) -> bool:
+    """True when `text` is written as a number but is too large for a float (400 digits)."""
+    m = _NUMBER.match(text)
+    if m is None or try_parse(text) is not None:
+        return False
+    return not math.isfinite(float(m["digits"].replace(",", "") + (m["exponent"] or "")))
+
+
 def parse(name: str, text: str) -> float:
-    """`try_parse`, or a #VALUE! error naming the argument and the rule."""
+    """`try_parse`, or a #VALUE! error naming the argument and the rule (#NUM! for a number
+    too large to compute with)."""
     number = try_parse(text)
     if number is not None:
         return number
+    if overflows(text):
+        raise num_error(f"{name} is too large to compute with, got {quote(text)}")
     if any(sign in text for sign in _OTHER_CURRENCY):
-        raise value_error(f"{name} must be an amount in US dollars, got {text!r}: convert it to $ first")
-    raise value_error(f"{name} must be a number, got text {text!r} ({RULE})")
+        raise value_error(f"{name} must be an amount in US dollars, got {quote(text)}: convert it to $ first")
+    raise value_error(f"{name} must be a number, got text {quote(text)} ({RULE})")

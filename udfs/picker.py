@@ -193,7 +193,10 @@ def _serving_option(gpu, model, precision, shape: ServingShape, traffic, min_tps
     option.gpus_per_copy, option.batch, option.per_request_tps = plan.n_gpus, point.batch, 1000 / point.tpot_ms
     if rate is None:
         return _fail(option, Status.NO_PRICE, basis=basis)
-    option.cost = economics.cost_per_1m_tokens(rate[0] * option.count, traffic or option.tokens_per_sec)
+    served = traffic or option.tokens_per_sec
+    option.cost = economics.cost_per_1m_tokens(rate[0] * option.count, served)
+    if not math.isfinite(option.cost):   # e.g. 1e-320 tokens/s: the GPU idles, $/token is unbounded
+        raise num_error(f"tokens_or_traffic ({served:.3g} tokens/s) is too small to price per token")
     return option
 
 

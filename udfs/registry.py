@@ -15,18 +15,17 @@ whose inputs are bad.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import catalog, coerce, engines
-from .errors import FlopsheetError, num_error, value_error
+from . import catalog, coerce, engines, guard
+from .errors import FlopsheetError, num_error, quote, value_error
 
 REQUIRED = object()
 
 # The closed set of argument types: each has one coercer below (checked at import), and a
 # declaration naming any other type fails when its module is imported.
-ARG_TYPES = ("number", "integer", "count", "params", "text", "bool", "choice", "gpu", "model", "precision", "engine",
+ARG_TYPES = ("number", "integer", "count", "params", "text", "name", "bool", "choice", "gpu", "model", "precision", "engine",
              "model_or_params", "gpu_or_tflops", "gpu_or_bandwidth", "gpu_or_capacity", "list")
 
 
@@ -131,9 +130,9 @@ def get(name: str) -> Function:
     fn = fns.get(name.strip().upper())
     if fn is None:
         import difflib
-        close = difflib.get_close_matches(name.upper(), list(fns), n=3)
+        close = difflib.get_close_matches(name.upper()[:100], list(fns), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise FlopsheetError(f"unknown function {name!r}{hint}", "#NAME?")
+        raise FlopsheetError(f"unknown function {quote(name)}{hint}", "#NAME?")
     return fn
 
 
@@ -173,6 +172,7 @@ _COERCERS: dict[str, Callable[[Arg, Any], Any]] = {
     "count": lambda a, v: _in_range(a, coerce.to_count(a.name, v)),
     "params": lambda a, v: _in_range(a, coerce.to_params(a.name, v)),
     "text": lambda a, v: coerce.to_text(a.name, v),
+    "name": lambda a, v: coerce.to_name(a.name, v),
     "bool": lambda a, v: coerce.to_bool(a.name, v),
     "choice": lambda a, v: coerce.to_choice(a.name, v, a.choices),
     "gpu": lambda a, v: coerce.to_gpu(a.name, v),
@@ -232,9 +232,8 @@ def call(name: str, *args, **kwargs):
         result = fn.impl(**values)
     except (ZeroDivisionError, OverflowError):
         raise num_error(f"{fn.name}: the inputs are too large or too small to compute with") from None
-    if isinstance(result, float) and not math.isfinite(result):
-        raise num_error(f"{fn.name}: the result is too large (or too small) to compute with these inputs")
-    return result
+    # every front end gets results through here: no inf/NaN, no negative money or memory
+    return guard.check_result(fn.name, fn.unit, result)
 
 
 # ---------------------------------------------------------------- array form

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from . import calibration as cal
 from . import catalog, picker
 from .economics import HOURS_PER_MONTH
+from .errors import num_error
 from .scenario import Scenario
 from .sweep import Row, breakeven_month, money, options, owned_count, purchase_price, sort_rows
 
@@ -34,8 +35,24 @@ class Result:
         return [r for r in self.rows if r.ok]
 
 
+# figures of a row that a report prints as numbers: each must be finite (the output guard's rule)
+FINITE_FIGURES = ("days", "gpu_hours", "capacity_tps", "per_request_tps", "seconds_per_request", "rate",
+                  "total_cost", "cost_per_1m")
+
+
+def _check_finite(sc: Scenario, rows: list[Row]) -> None:
+    for r in rows:
+        for name in FINITE_FIGURES:
+            value = getattr(r, name)
+            if value is not None and not math.isfinite(value):
+                work = "the traffic (workload.requests_per_minute or daily_users)" if sc.serving else "workload.tokens"
+                raise num_error(f"{r.label}: {name} is not a finite number ({value}); {work} is too large or too "
+                                f"small to compute with")
+
+
 def analyse(sc: Scenario, sensitivity: bool = True) -> Result:
     rows = sort_rows(sc, options(sc))
+    _check_finite(sc, rows)
     ok = [r for r in rows if r.ok]
     best = ok[0] if ok else None
     runners: list[Row] = []

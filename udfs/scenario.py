@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from . import catalog, engines, lesson, numbers
 from .economics import Ownership
-from .errors import FlopsheetError
+from .errors import FlopsheetError, quote
 from .picker import DEFAULT_DEADLINE_DAYS, OBJECTIVES, WORKLOADS, parse_tiers
 
 BASES = ("cloud", "owned")
@@ -25,6 +25,7 @@ WORKLOAD_FIELDS = {"kind", "model", "params", "precision", "tokens", "requests_p
                    "batch", "prompt_tokens_per_request", "engine"}
 CONSTRAINT_FIELDS = {"deadline_days", "p95_latency_s", "budget_usd", "objective"}
 CANDIDATE_FIELDS = {"gpus", "counts", "pricing", "tiers"}
+MAX_OPTIONS = 10_000       # GPUs x counts x pricing bases one report may sweep (~1 minute, a few MB)
 PRICE_FIELDS = {"usd_per_gpu_hour", "purchase_usd"}
 OWNERSHIP_FIELDS = {f.name for f in fields(Ownership)}
 
@@ -181,7 +182,7 @@ def _table(data: dict, key: str, allowed: set[str], required: bool = False) -> d
 def _unknown(table: dict, allowed: set[str], where: str):
     extra = sorted(set(table) - allowed)
     if extra:
-        raise ScenarioError(f"{where}: unknown field {extra[0]!r}" + (f" (and {', '.join(map(repr, extra[1:]))})"
+        raise ScenarioError(f"{where}: unknown field {quote(extra[0])}" + (f" (and {', '.join(map(quote, extra[1:]))})"
                                                                       if extra[1:] else "")
                             + f"; allowed fields: {', '.join(sorted(allowed))}")
 
@@ -197,13 +198,13 @@ def _number(table: dict, key: str, where: str, *, required=False, default=None, 
     if isinstance(v, str) and numbers.try_parse(v) is not None:
         v = numbers.try_parse(v)                   # "$12,000", "70%", "2T": the one rule for typed numbers
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ScenarioError(f"{name}: must be a number{_range_text(low, high, low_open)}, got {_type_name(v)} {v!r}"
+        raise ScenarioError(f"{name}: must be a number{_range_text(low, high, low_open)}, got {_type_name(v)} {quote(v)}"
                             + (f" ({numbers.RULE})" if isinstance(v, str) else ""))
     v = float(v)
     if not math.isfinite(v):
-        raise ScenarioError(f"{name}: must be a finite number, got {v!r}")
+        raise ScenarioError(f"{name}: must be a finite number, got {quote(v)}")
     if integer and not v.is_integer():
-        raise ScenarioError(f"{name}: must be a whole number, got {v!r}")
+        raise ScenarioError(f"{name}: must be a whole number, got {quote(v)}")
     if low is not None and (v <= low if low_open else v < low) or high is not None and v > high:
         raise ScenarioError(f"{name}: {v:g} is out of range; allowed{_range_text(low, high, low_open)}")
     return int(v) if integer else v
@@ -227,7 +228,7 @@ def _choice(table: dict, key: str, where: str, choices, default=None, required=F
         return default
     v = table[key]
     if not isinstance(v, str) or v.strip().lower() not in choices:
-        raise ScenarioError(f"{name}: {v!r} is not allowed; allowed values: {', '.join(choices)}")
+        raise ScenarioError(f"{name}: {quote(v)} is not allowed; allowed values: {', '.join(choices)}")
     return v.strip().lower()
 
 
@@ -238,7 +239,7 @@ def _text(table: dict, key: str, where: str, required=False, default="") -> str:
         return default
     v = table[key]
     if not isinstance(v, str):
-        raise ScenarioError(f"{where}{key}: must be text, got {_type_name(v)} {v!r}")
+        raise ScenarioError(f"{where}{key}: must be text, got {_type_name(v)} {quote(v)}")
     if len(v) > 500:
         raise ScenarioError(f"{where}{key}: too long ({len(v)} characters; at most 500)")
     return v
@@ -246,11 +247,11 @@ def _text(table: dict, key: str, where: str, required=False, default="") -> str:
 
 def _gpu_name(name, where: str) -> str:
     if not isinstance(name, str) or not name.strip():
-        raise ScenarioError(f"{where}: GPU names must be text, got {_type_name(name)} {name!r}")
+        raise ScenarioError(f"{where}: GPU names must be text, got {_type_name(name)} {quote(name)}")
     try:
         return catalog.gpu(name).name
     except FlopsheetError as e:
-        raise ScenarioError(f"{where}: unknown GPU {name!r} ({e.message if hasattr(e, 'message') else e}); "
+        raise ScenarioError(f"{where}: unknown GPU {quote(name)} ({e.message if hasattr(e, 'message') else e}); "
                             f"allowed: a catalog GPU name such as {', '.join(catalog.gpu_names()[:6])}, ... "
                             f"(`flopsheet calc GPU_LIST` lists them) or \"all\"") from None
 
@@ -272,7 +273,21 @@ def parse(text: str, source: str = "<scenario>") -> Scenario:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{source}: not valid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={...}}
+        raise ScenarioError(f"{source}: values are nested too deeply; a scenario needs at most a list "
+                            f"inside a table") from None
     return from_dict(data, source)
+
+
+def _check_sweep_size(sc: Scenario) -> None:
+    """Refuse a sweep too large to compute and write in reasonable time and memory."""
+    gpus = len(sc.gpus) if sc.gpus is not None else len(catalog.gpus())
+    counts = len(sc.counts) if sc.counts is not None else 1
+    total = gpus * counts * len(sc.pricing)
+    if total > MAX_OPTIONS:
+        raise ScenarioError(f"candidates: the sweep has {total:,} options ({gpus} GPUs x {counts:,} counts x "
+                            f"{len(sc.pricing)} pricing bases); at most {MAX_OPTIONS:,}. Narrow it: fewer "
+                            f"candidates.counts (or \"auto\"), a list of candidates.gpus, or one candidates.pricing")
 
 
 def from_dict(data: dict, source: str = "") -> Scenario:
@@ -291,7 +306,7 @@ def from_dict(data: dict, source: str = "") -> Scenario:
             raise FlopsheetError("")
         precision = catalog.precision_row(precision).name
     except FlopsheetError:
-        raise ScenarioError(f"workload.precision: {precision!r} is not allowed; allowed values: "
+        raise ScenarioError(f"workload.precision: {quote(precision)} is not allowed; allowed values: "
                             f"{', '.join(p.name for p in catalog.precisions())}") from None
 
     c = _table(data, "constraints", CONSTRAINT_FIELDS)
@@ -327,7 +342,7 @@ def from_dict(data: dict, source: str = "") -> Scenario:
         sc.gpus = list(dict.fromkeys(names))
     else:
         raise ScenarioError(f"candidates.gpus: must be \"all\" or a non-empty list of catalog GPU names, "
-                            f"got {_type_name(gpus)} {gpus!r}")
+                            f"got {_type_name(gpus)} {quote(gpus)}")
     counts = k.get("counts", "auto")
     if isinstance(counts, str) and counts.strip().lower() == "auto":
         sc.counts = None
@@ -339,13 +354,13 @@ def from_dict(data: dict, source: str = "") -> Scenario:
         sc.counts = sorted(set(out))
     else:
         raise ScenarioError(f"candidates.counts: must be \"auto\" or a non-empty list of whole numbers >= 1, "
-                            f"got {_type_name(counts)} {counts!r}")
+                            f"got {_type_name(counts)} {quote(counts)}")
     pricing = k.get("pricing", list(BASES))
     if isinstance(pricing, str):
         pricing = [pricing]
     if not isinstance(pricing, list) or not pricing or any(not isinstance(p, str) or p not in BASES
                                                            for p in pricing):
-        raise ScenarioError(f"candidates.pricing: {k.get('pricing')!r} is not allowed; allowed values: a list of "
+        raise ScenarioError(f"candidates.pricing: {quote(k.get('pricing'))} is not allowed; allowed values: a list of "
                             f"{', '.join(BASES)}")
     sc.pricing = tuple(b for b in BASES if b in pricing)
     tiers = k.get("tiers", "datacenter")
@@ -354,15 +369,16 @@ def from_dict(data: dict, source: str = "") -> Scenario:
             raise FlopsheetError("")
         sc.tiers = parse_tiers(",".join(tiers) if isinstance(tiers, list) else tiers)
     except FlopsheetError:
-        raise ScenarioError(f"candidates.tiers: {tiers!r} is not allowed; allowed values: \"datacenter\" (default), "
+        raise ScenarioError(f"candidates.tiers: {quote(tiers)} is not allowed; allowed values: \"datacenter\" (default), "
                             f"\"datacenter,workstation\", \"any\" or a list of {', '.join(catalog.TIERS)}") from None
+    _check_sweep_size(sc)
 
     prices = data.get("prices", {})
     if not isinstance(prices, dict):
         raise ScenarioError(f"prices: must be a table of GPU names, got {_type_name(prices)}")
     for g, table in prices.items():
-        gname = _gpu_name(g, f"prices.{g!r}")
-        where = f"prices.{g!r}"
+        gname = _gpu_name(g, f"prices.{quote(g)}")
+        where = f"prices.{quote(g)}"
         if not isinstance(table, dict):
             raise ScenarioError(f"{where}: must be a table with usd_per_gpu_hour and/or purchase_usd, "
                                 f"got {_type_name(table)}")
@@ -393,12 +409,12 @@ def _model(w: dict) -> tuple[object, str]:
     if "model" in w:
         m = w["model"]
         if not isinstance(m, str) or not m.strip():
-            raise ScenarioError(f"workload.model: must be a catalog model name (text), got {_type_name(m)} {m!r}; "
+            raise ScenarioError(f"workload.model: must be a catalog model name (text), got {_type_name(m)} {quote(m)}; "
                                 f"or give workload.params (a parameter count)")
         try:
             model = catalog.model(m)
         except FlopsheetError:
-            raise ScenarioError(f"workload.model: unknown model {m!r}; allowed: a catalog model such as "
+            raise ScenarioError(f"workload.model: unknown model {quote(m)}; allowed: a catalog model such as "
                                 f"{', '.join(x.name for x in catalog.models()[:6])}, ... or give workload.params "
                                 f"(a parameter count such as 7e9)") from None
         return model, model.name

@@ -13,6 +13,8 @@ EXIT_EXISTS = 2
 
 
 def run(args) -> int:
+    from udfs.safe_write import check_targets
+
     from . import NAMES, module
     names = list(dict.fromkeys(args.only)) if args.only else list(NAMES)
     bad = [n for n in names if n not in NAMES]
@@ -21,11 +23,11 @@ def run(args) -> int:
         return EXIT_EXISTS
     out = Path(args.out)
     targets = [(n, out / module(n).FILENAME) for n in names]
-    existing = [str(p) for _, p in targets if p.exists()]
+    existing = [str(p) for _, p in targets if p.exists() and not p.is_dir()]
     if existing and not args.force:
         print(f"refusing to overwrite {', '.join(existing)} (use --force)", file=sys.stderr)
         return EXIT_EXISTS
-    out.mkdir(parents=True, exist_ok=True)
+    check_targets([p for _, p in targets], force=args.force)   # WriteError: the CLI exits 2
     for i, (name, path) in enumerate(targets, start=1):
         t = time.perf_counter()
         module(name).build(path)

@@ -5,9 +5,7 @@ safe writing of user text, atomic saving, document properties, protection and pr
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from openpyxl import Workbook
@@ -17,6 +15,7 @@ from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
 
 import udfs
+from udfs.safe_write import safe_write
 
 from . import styles as st
 from .formulas import Lit, Name, Num, classic_call, literal, render
@@ -121,19 +120,10 @@ def atomic_save(wb: Workbook, path: str | os.PathLike):
 
 
 def atomic_write(path, write) -> None:
-    """Call `write(temporary_path)` beside `path`, then rename it into place: an interrupted
-    run never leaves a half-written file (and never touches an existing one)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix + ".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Call `write(temporary_path)` beside `path`, then rename it into place (udfs.safe_write:
+    clear WriteErrors, the umask or the old file's mode, no temporary file left behind). The
+    caller has already decided to overwrite (udfs.safe_write.check_targets with --force)."""
+    safe_write(path, write, force=True)
 
 
 # ---------------------------------------------------------------- the builder

@@ -15,6 +15,9 @@ import csv
 import io
 import json
 import os
+import shutil
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from openpyxl import Workbook
@@ -26,6 +29,7 @@ from udfs import calibration as cal
 from udfs import catalog, economics, picker
 from udfs.economics import HOURS_PER_MONTH
 from udfs.report_model import SWING, Result, analyse, as_json, breakeven_sentence, count_sentence
+from udfs.safe_write import check_targets
 from udfs.scenario import Scenario
 from udfs.sweep import Row, purchase_price
 
@@ -691,22 +695,51 @@ def write_report(scenario_path, out, force: bool = False, with_csv: bool = False
     targets = [out] + ([csv_path] if with_csv else [])
     if not force:
         for t in targets:
-            if t.exists():
+            if t.exists() and not t.is_dir():
                 raise ReportExists(f"{t} already exists; use --force to overwrite it")
-    sc = load(scenario_path)
-    res = analyse(sc)
-    wb = build(sc, res)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_save(wb, out)
-    if with_csv:
-        _atomic_text(csv_path, options_csv(res))
+    check_targets(targets, force=force)    # before the work: a folder, no permission, read-only
+    with progress(4 + with_csv, "report") as step:
+        sc = load(scenario_path)
+        step("sweep and sensitivity")
+        res = analyse(sc)
+        step("workbook")
+        wb = build(sc, res)
+        step("save")
+        atomic_save(wb, out)
+        if with_csv:
+            step("csv")
+            _atomic_text(csv_path, options_csv(res))
+        step("")
     return res
+
+
+@contextmanager
+def progress(steps: int, what: str):
+    """A progress bar on stderr, only on a terminal, only when the run takes over half a
+    second, and only where tqdm is installed (pip install 'flopsheet[progress]'). Yields
+    `step(next_stage)`: the previous stage is done."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is None or not sys.stderr.isatty():
+        yield lambda stage: None
+        return
+    size = shutil.get_terminal_size((80, 24))   # a terminal that reports 0x0 (tqdm would hide the bar): 80x24
+    with tqdm(total=steps, desc=what, unit="step", delay=0.5, file=sys.stderr, leave=False, ncols=size.columns,
+              nrows=size.lines) as bar:
+        def step(stage: str) -> None:
+            bar.update(1)
+            bar.set_postfix_str(stage, refresh=True)
+        yield step
 
 
 # ---------------------------------------------------------------- CLI (parser in workbook_templates/cli.py)
 def run_command(args) -> int:
     import sys
+
     from udfs.errors import FlopsheetError
+    from udfs.safe_write import WriteError
     out = Path(args.output)
     if out.suffix.lower() != ".xlsx":
         print(f"report: the output must be an .xlsx file, got {out.name}", file=sys.stderr)
@@ -719,8 +752,8 @@ def run_command(args) -> int:
     except FlopsheetError as e:
         print(f"report: {args.scenario}: {e}", file=sys.stderr)
         return 2
-    except OSError as e:
-        print(f"report: cannot write {out}: {e}", file=sys.stderr)
+    except (WriteError, OSError) as e:
+        print(f"report: {e}", file=sys.stderr)
         return 2
     best = res.best
     summary = (f"recommended: {best.label}, ${best.total_cost:,.0f}" + (" per month" if res.scenario.serving else "")

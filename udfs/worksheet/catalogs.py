@@ -2,7 +2,7 @@
 
 from .. import catalog, lesson
 from ..coerce import to_text
-from ..errors import value_error
+from ..errors import quote, value_error
 from ..names import key
 from ..registry import Arg, worksheet
 from ..table import Table
@@ -19,7 +19,7 @@ def _field(row, field: str, fields: set[str], what: str):
         if key(f) == name:
             value = getattr(row, f)
             return ";".join(value) if isinstance(value, tuple) else ("" if value is None else value)
-    raise value_error(f"unknown {what} field {field!r}; valid: {', '.join(sorted(fields))}")
+    raise value_error(f"unknown {what} field {quote(field)}; valid: {', '.join(sorted(fields))}")
 
 
 @worksheet("GPU_SPEC", "One catalog figure of a GPU (dense tensor figures; memory in GB as the vendor states it; "
