@@ -7,11 +7,9 @@ import json
 import os
 import random
 import shutil
-import socket
 import ssl
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,49 +25,9 @@ from addin.spec import arg_doc, python_optional, registry_functions  # noqa: E40
 from udfs import __version__, registry  # noqa: E402
 
 from .officejs import engine, same  # noqa: E402
+from .serve import ROOT, free_port, start_serve, stop  # noqa: E402
 
 pytestmark = pytest.mark.server
-ROOT = Path(__file__).resolve().parent.parent
-HOST = "127.0.0.1"  # only ever loopback
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def start_serve(tmp_path_factory, *options, scheme="http", verify=True):
-    """`flopsheet serve` on a free loopback port; (process, client) once it answers."""
-    port = _free_port()
-    env = dict(os.environ, XLWINGS_LICENSE_KEY="noncommercial",
-               XDG_CACHE_HOME=str(tmp_path_factory.mktemp("cache")))
-    env.pop("XLWINGS_FUNCTIONS_NAMESPACE", None)
-    log = tmp_path_factory.mktemp("log") / "serve.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "udfs", "serve", "--host", HOST, "--port", str(port), *options],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    client = httpx.Client(base_url=f"{scheme}://{HOST}:{port}", timeout=30, verify=verify)
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if client.get("/manifest").status_code == 200:
-                return proc, client
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stop(proc)
-            pytest.fail(f"flopsheet serve did not start:\n{log.read_text()}")
-        time.sleep(0.3)
-
-
-def stop(proc) -> None:
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
 
 
 # Every test that uses the server runs against one process and against `--workers 2`.
@@ -279,7 +237,7 @@ def test_load_50_clients_2000_calls(server, meta, fns):
 
 def test_serve_refuses_without_a_licence_key(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "XLWINGS_LICENSE_KEY"}
-    r = subprocess.run([sys.executable, "-m", "udfs", "serve", "--port", str(_free_port())], cwd=ROOT, env=env,
+    r = subprocess.run([sys.executable, "-m", "udfs", "serve", "--port", str(free_port())], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "XLWINGS_LICENSE_KEY" in r.stderr and "noncommercial" in r.stderr and "commercial" in r.stderr
@@ -366,7 +324,7 @@ def test_direct_tls_with_a_self_signed_certificate(tmp_path_factory):
 ])
 def test_serve_refuses_options_that_cannot_work(options, message, tmp_path):
     env = dict(os.environ, XLWINGS_LICENSE_KEY="noncommercial")
-    r = subprocess.run([sys.executable, "-m", "udfs", "serve", "--port", str(_free_port()), *options], cwd=tmp_path,
+    r = subprocess.run([sys.executable, "-m", "udfs", "serve", "--port", str(free_port()), *options], cwd=tmp_path,
                        env=dict(env, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and message in r.stderr
 

@@ -2,12 +2,6 @@
 with: `flopsheet serve` started on 127.0.0.1 with the variable set, called as Excel does."""
 
 import importlib.util
-import os
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
@@ -15,9 +9,9 @@ httpx = pytest.importorskip("httpx")
 if importlib.util.find_spec("xlwings_server") is None:
     pytest.skip("xlwings-server is not installed (pip install 'flopsheet[server]')", allow_module_level=True)
 
+from .serve import start_serve, stop  # noqa: E402
+
 pytestmark = pytest.mark.server
-ROOT = Path(__file__).resolve().parent.parent
-HOST = "127.0.0.1"
 
 
 @pytest.fixture(scope="module")
@@ -26,35 +20,10 @@ def server(tmp_path_factory):
     (folder / "models.csv").write_text("name,layers,hidden,heads,kv_heads,ffn,vocab,source,as_of\n"
                                        "Acme Chat 8B,32,4096,32,8,14336,128256,internal,2026-11-01\n")
     (folder / "gpus.csv").write_text("name,price_usd\nH100,24500\n")
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, XLWINGS_LICENSE_KEY="noncommercial", FLOPSHEET_CATALOG=str(folder),
-               XDG_CACHE_HOME=str(tmp_path_factory.mktemp("cache")))
-    env.pop("XLWINGS_FUNCTIONS_NAMESPACE", None)
-    log = tmp_path_factory.mktemp("log") / "serve.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "udfs", "serve", "--host", HOST, "--port", str(port)],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    client = httpx.Client(base_url=f"http://{HOST}:{port}", timeout=30)
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if client.get("/manifest").status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"flopsheet serve did not start:\n{log.read_text()}")
-        time.sleep(0.3)
+    proc, client = start_serve(tmp_path_factory, env={"FLOPSHEET_CATALOG": str(folder)})
     yield client
     client.close()
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    stop(proc)
 
 
 def call(server, name, *args):

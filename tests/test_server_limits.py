@@ -7,13 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import socket
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -21,49 +16,20 @@ httpx = pytest.importorskip("httpx")
 if importlib.util.find_spec("xlwings_server") is None:
     pytest.skip("xlwings-server is not installed (pip install 'flopsheet[server]')", allow_module_level=True)
 
+from .serve import start_serve, stop  # noqa: E402
+
 pytestmark = pytest.mark.server
-ROOT = Path(__file__).resolve().parent.parent
-HOST = "127.0.0.1"
 LIMIT_MB = 6          # set with --max-request-mb: a 600x1000 range (~4 MB of JSON) fits, 50 MB does not
 MARKER = "SECRETCELLVALUE"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
-    env = dict(os.environ, XLWINGS_LICENSE_KEY="noncommercial", XDG_CACHE_HOME=str(tmp_path_factory.mktemp("c")))
-    env.pop("XLWINGS_FUNCTIONS_NAMESPACE", None)
-    log = tmp_path_factory.mktemp("log") / "serve.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "udfs", "serve", "--host", HOST, "--port", str(port),
-                                 "--max-request-mb", str(LIMIT_MB), "--log-level", "info"],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    client = httpx.Client(base_url=f"http://{HOST}:{port}", timeout=120)
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if client.get("/xlwings/custom-functions-meta.json").status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"flopsheet serve did not start:\n{log.read_text()}")
-        time.sleep(0.3)
-    client.log = log
+    proc, client = start_serve(tmp_path_factory, "--max-request-mb", str(LIMIT_MB), "--log-level", "info",
+                               timeout=120)
     yield client
     client.close()
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    stop(proc)
 
 
 def payload(name, args):
