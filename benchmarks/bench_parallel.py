@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -24,34 +22,14 @@ from pathlib import Path
 
 import httpx
 
+from bench_server import free_port, start  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
+
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 PAYLOAD = {"caller_address": "[Book1.xlsx]Sheet1!A1", "client": "Office.js", "version": "0.37.8",
            "runtime": "1.4", "culture_info_name": "en-US", "date_format": "M/d/yyyy", "session_id": "bench"}
 SMALL = [("job_cost", [[[32.77]], [[10]]]), ("gpu_memory", [[[7e9]]]), ("gpu_tokens_per_sec", [[["H100"]], [[14]]])]
 TARGET_MS = 100
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def start(port: int, extra: list[str]):
-    env = dict(os.environ)
-    env.setdefault("XLWINGS_LICENSE_KEY", "noncommercial")
-    proc = subprocess.Popen([sys.executable, "-m", "udfs", "serve", "--host", HOST, "--port", str(port), *extra],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = httpx.Client(base_url=f"http://{HOST}:{port}", timeout=300)
-    for _ in range(450):
-        try:
-            if client.get("/xlwings/custom-functions-meta.json").status_code == 200:
-                return proc, client
-        except httpx.TransportError:
-            time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("server did not start")
 
 
 def post(client, name, args) -> tuple[float, httpx.Response]:
@@ -86,7 +64,7 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "parallel_results.md"))
     args = parser.parse_args()
 
-    proc, client = start(free_port(), args.serve_args.split())
+    proc, client = start(free_port(), *args.serve_args.split())
     big_args = [[[12.5] * args.cols for _ in range(args.rows)], [[10]]]
     stop, big_times = threading.Event(), []
 

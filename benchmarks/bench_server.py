@@ -50,14 +50,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(project: Path, port: int):
+def start(port: int, *options: str, timeout: float = 300):
+    """`flopsheet serve` on 127.0.0.1 with `options`; (process, client) once it answers."""
     env = dict(os.environ)
     env.setdefault("XLWINGS_LICENSE_KEY", "noncommercial")
-    proc = subprocess.Popen([sys.executable, "-m", "udfs", "serve", "--host", HOST, "--port", str(port),
-                             "--project-dir", str(project)], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = httpx.Client(base_url=f"http://{HOST}:{port}", timeout=120)
-    for _ in range(300):
+    proc = subprocess.Popen([sys.executable, "-m", "udfs", "serve", "--host", HOST, "--port", str(port), *options],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = httpx.Client(base_url=f"http://{HOST}:{port}", timeout=timeout)
+    for _ in range(450):
         try:
             if client.get("/xlwings/custom-functions-meta.json").status_code == 200:
                 return proc, client
@@ -108,7 +108,7 @@ def main() -> int:
     fns = registry_functions()
     with tempfile.TemporaryDirectory() as tmp:
         project = write_project(Path(tmp), extra_code=NOOP)
-        proc, client = start(project, free_port())
+        proc, client = start(free_port(), "--project-dir", str(project), timeout=120)
         try:
             meta = client.get("/xlwings/custom-functions-meta.json").json()
             enums = {f["id"]: {p["name"] for p in f["parameters"] if "customEnumId" in p} for f in meta["functions"]}
