@@ -202,19 +202,27 @@ def _quote(name: str) -> str:
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _spec_text(prefix: str, words: list[str], name: str) -> str:
+    """The words that have a value, then the name, behind the spec's prefix."""
+    if name:
+        words = [*words, f"name={_quote(name)}"]
+    return prefix + " " + " ".join(w for w in words if w)
+
+
+def _row_of(entry) -> dict:
+    """A catalog dataclass (Model, Gpu) as the row dict the formatters read."""
+    return {k: getattr(entry, k) for k in entry.__dataclass_fields__}
+
+
 def format_model(row: dict, name: str = "") -> str:
     spec = _spec_fields(row)
-    words = [t.text(spec) for t in MODEL_TOKENS]
-    words += list(row.get("extras") or ())
-    if name:
-        words.append(f"name={_quote(name)}")
-    return MODEL_PREFIX + " " + " ".join(w for w in words if w)
+    words = [t.text(spec) for t in MODEL_TOKENS] + list(row.get("extras") or ())
+    return _spec_text(MODEL_PREFIX, words, name)
 
 
 def model_from_catalog(model) -> str:
     """The spec of a catalog `Model` (its name kept)."""
-    row = {k: getattr(model, k) for k in model.__dataclass_fields__}
-    return format_model(row, model.name)
+    return format_model(_row_of(model), model.name)
 
 
 # ---------------------------------------------------------------- GPU spec
@@ -262,15 +270,11 @@ def format_gpu(row: dict, name: str = "") -> str:
     shown = dict(row)
     if shown.get("memory_type") == "Unified memory":
         shown["memory_type"] = "unified"
-    words = [t.text(shown) for t in GPU_TOKENS]
-    if name:
-        words.append(f"name={_quote(name)}")
-    return GPU_PREFIX + " " + " ".join(w for w in words if w)
+    return _spec_text(GPU_PREFIX, [t.text(shown) for t in GPU_TOKENS], name)
 
 
 def gpu_from_catalog(gpu) -> str:
-    row = {k: getattr(gpu, k) for k in gpu.__dataclass_fields__}
-    return format_gpu(row, gpu.name)
+    return format_gpu(_row_of(gpu), gpu.name)
 
 
 # ---------------------------------------------------------------- built once per text
