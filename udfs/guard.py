@@ -9,6 +9,7 @@ ever shows inf, NaN or a negative cost. Standard library only: the engine runs i
 from __future__ import annotations
 
 import math
+from functools import cache
 
 from .errors import num_error
 
@@ -17,6 +18,7 @@ NON_NEGATIVE_UNITS = {"$": "money", "usd": "money", "cost": "money", "price": "m
                       "gb": "memory", "gib": "memory", "vram": "memory"}
 
 
+@cache                       # a few dozen distinct units and column names: parse each once
 def kind_of(unit: str) -> str | None:
     """'money' or 'memory' when a unit (or a table column name) must never be negative."""
     words = unit.lower().replace("/", " ").replace("_", " ").replace("(", " ").split()
@@ -39,16 +41,18 @@ def check_result(name: str, unit: str, result):
     """Return `result` unchanged, or raise #NUM! naming the first bad number and why."""
     header = getattr(result, "header", None)
     if header is not None:
+        kinds = [kind_of(unit) or kind_of(str(column)) for column in header]
         for row in result.rows:
-            for column, value in zip(header, row):
-                reason = _bad_number(value, kind_of(unit) or kind_of(str(column)))
+            for column, kind, value in zip(header, kinds, row):
+                reason = _bad_number(value, kind)
                 if reason:
                     raise num_error(f"{name}: {column} {reason}")
         return result
     if isinstance(result, (list, tuple)):
+        kind = kind_of(unit)
         for row in result:
             for value in (row if isinstance(row, (list, tuple)) else [row]):
-                reason = _bad_number(value, kind_of(unit))
+                reason = _bad_number(value, kind)
                 if reason:
                     raise num_error(f"{name}: a result {reason}")
         return result
