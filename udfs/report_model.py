@@ -1,7 +1,7 @@
 """The report's model: the recommendation and two runners-up from the option sweep
 (sweep.py), why each was chosen, the sensitivity of the recommendation's total cost to each
 main assumption (each moved -25% / +25%, the engine re-run) and the cumulative cost of owning
-against renting. Plain data for workbook_templates/report.py to write.
+against renting. Plain data for workbook_templates/report/ to write.
 """
 
 from __future__ import annotations

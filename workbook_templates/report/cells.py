@@ -1,0 +1,60 @@
+"""The small writers every report sheet shares: a sheet's title and note, a section heading, a
+header row and one value cell (user text always as text, see common.write_text), plus the
+labels that depend on the workload (cost per month serving, for the job training)."""
+
+from __future__ import annotations
+
+from udfs.scenario import Scenario
+from udfs.sweep import Row
+
+from .. import styles as st
+from ..common import col as column_letter
+from ..common import write_text
+
+__all__ = ["basis_words", "column_letter", "cost_label", "header_row", "put", "section", "sheet_title"]
+
+
+def sheet_title(ws, text: str, note: str = ""):
+    """The title in A1, a wrapped note under it, no grid lines."""
+    write_text(ws["A1"], text).font = st.TITLE_FONT
+    if note:
+        c = write_text(ws["A2"], note)
+        c.font = st.NOTE_FONT
+        c.alignment = st.WRAP
+        ws.merge_cells("A2:H2")
+    ws.sheet_view.showGridLines = False
+
+
+def section(ws, row: int, text: str):
+    ws.cell(row=row, column=1, value=text).font = st.SECTION_FONT
+
+
+def header_row(ws, row: int, names: list[str], first: int = 1, height: float = 45):
+    for i, h in enumerate(names):
+        ws.cell(row=row, column=first + i, value=h)
+    st.style_header_row(ws, row, first, first + len(names) - 1)
+    ws.row_dimensions[row].height = height
+
+
+def put(ws, row: int, column: int, value, fmt: str | None = None, key: bool = False):
+    """One cell: text always as text, the number format on numbers only; a key figure filled and bold."""
+    cell = ws.cell(row=row, column=column)
+    if isinstance(value, str):
+        write_text(cell, value)
+    else:
+        cell.value = value
+    if fmt and not isinstance(value, str):
+        cell.number_format = fmt
+    if key:
+        cell.fill = st.OUTPUT_FILL
+        cell.font = st.BOLD
+    return cell
+
+
+def cost_label(sc: Scenario) -> str:
+    return "Cost per month ($)" if sc.serving else "Total cost ($)"
+
+
+def basis_words(r: Row) -> str:
+    return "rent (cloud)" if r.basis == "cloud" else "own"
+

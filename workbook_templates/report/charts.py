@@ -1,0 +1,83 @@
+"""The Charts sheet: cost and time of the best options (bar charts) and the cumulative cost of
+owning against renting the recommended GPUs (line chart, udfs.report_model.own_vs_rent)."""
+
+from __future__ import annotations
+
+from openpyxl import Workbook
+from openpyxl.chart import LineChart, Reference
+
+from udfs.report_model import Result, breakeven_sentence
+
+from .. import styles as st
+from ..common import write_text
+from .cells import column_letter, cost_label, header_row, put, sheet_title
+
+TITLE = "Charts"
+PRINT_PARTIAL = False
+CHART_OPTIONS = 15          # options shown on the cost / time charts (the best ones)
+
+
+def write(wb: Workbook, res: Result):
+    sc = res.scenario
+    ws = wb.create_sheet(TITLE)
+    sheet_title(ws, "Charts", f"The {CHART_OPTIONS} best options that meet every constraint; the data is in the tables "
+                         f"on the right (columns M onward).")
+    ok = res.ok_rows[:CHART_OPTIONS]
+    left = 13
+    head = 4
+    time_name = "Seconds per request" if sc.serving else "Days"
+    header_row(ws, head, ["Option", cost_label(sc), time_name], first=left)
+    for i, r in enumerate(ok):
+        row = head + 1 + i
+        put(ws, row, left, r.label)
+        put(ws, row, left + 1, r.total_cost, st.USD0)
+        put(ws, row, left + 2, r.time, '#,##0.0')
+    if ok:
+        n = len(ok)
+        cats = Reference(ws, min_col=left, min_row=head + 1, max_row=head + n)
+        charts = []
+        for title, col, anchor, fmt in ((f"{cost_label(sc)} by option", left + 1, "A4", '"$"#,##0'),
+                                        (f"{time_name} by option", left + 2, "A23", None)):
+            chart = st.bar_chart(title, Reference(ws, min_col=col, min_row=head, max_row=head + n), cats,
+                                 height=9, width=20, number_format=fmt)
+            chart.x_axis.scaling.orientation = "maxMin"      # best option on top
+            chart.y_axis.scaling.min = 0
+            chart.x_axis.delete = chart.y_axis.delete = False
+            ws.add_chart(st.readable_chart(chart), anchor)
+            charts.append(chart)
+        charts[1].series[0].graphicalProperties.solidFill = "70AD47"
+    ovr = res.own_vs_rent
+    top = head + max(len(ok), 1) + 3
+    if ovr and ovr["missing"]:
+        write_text(ws.cell(row=42, column=1), breakeven_sentence(res)).font = st.NOTE_FONT
+    elif ovr:
+        put(ws, top - 1, left, f"Cumulative cost, {ovr['gpu']}: own {ovr['bought']:,} vs rent {ovr['count']:,}").font = st.BOLD
+        header_row(ws, top, ["Month", "Own ($)", "Rent ($)"], first=left)
+        for i, m in enumerate(ovr["months"]):
+            row = top + 1 + i
+            put(ws, row, left, m, st.INT)
+            put(ws, row, left + 1, ovr["own"][i], st.USD0)
+            put(ws, row, left + 2, ovr["rent"][i], st.USD0)
+        last = top + len(ovr["months"])
+        line = LineChart()
+        line.title = f"Cumulative cost: own {ovr['bought']:,} vs rent {ovr['count']:,} x {ovr['gpu']}"
+        line.add_data(Reference(ws, min_col=left + 1, max_col=left + 2, min_row=top, max_row=last),
+                      titles_from_data=True)
+        line.set_categories(Reference(ws, min_col=left, min_row=top + 1, max_row=last))
+        for s in line.series:
+            s.smooth = False
+        line.x_axis.title = "Month"
+        line.y_axis.title = "Cumulative cost ($)"
+        line.y_axis.numFmt = '"$"#,##0'
+        line.x_axis.delete = False
+        line.y_axis.delete = False
+        line.height, line.width = 9, 20
+        ws.add_chart(st.readable_chart(line), "A42")
+        note = (f"Own: capex ${ovr['capex']:,.0f} at month 0 (all-in systems + network), then colocation, power x "
+                f"PUE and opex (${ovr['running_per_month']:,.0f} a month for all {ovr['bought']:,} GPUs bought); residual "
+                f"value back at the end; financing not shown. Rent: ${ovr['rent_rate']:g}/GPU-h for "
+                f"{ovr['used_hours_per_month']:,.0f} h a month per GPU"
+                f"{' (always on)' if sc.serving else ' (730 h x utilization)'}. " + breakeven_sentence(res))
+        write_text(ws.cell(row=61, column=1), note).font = st.NOTE_FONT
+    st.set_widths(ws, {column_letter(left): 30, column_letter(left + 1): 13, column_letter(left + 2): 13})
+

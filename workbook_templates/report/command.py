@@ -1,0 +1,106 @@
+"""`flopsheet report`: load the scenario, analyse it, write the workbook (and the CSV) atomically
+without overwriting unless --force, a progress bar on a terminal, and the --json summary."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from udfs.report_model import Result, analyse, as_json
+from udfs.safe_write import check_targets
+
+from ..common import atomic_save, atomic_write
+from .book import build
+from .options import options_csv
+
+
+class ReportExists(Exception):
+    """The output exists and --force was not given."""
+
+
+def _atomic_text(path: Path, text: str):
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+    atomic_write(path, write)
+
+
+def write_report(scenario_path, out, force: bool = False, with_csv: bool = False) -> Result:
+    """Load, analyse and write; refuses to overwrite (ReportExists) without force."""
+    from udfs.scenario import load
+    out = Path(out)
+    csv_path = out.with_suffix(".csv")
+    targets = [out] + ([csv_path] if with_csv else [])
+    if not force:
+        for t in targets:
+            if t.exists() and not t.is_dir():
+                raise ReportExists(f"{t} already exists; use --force to overwrite it")
+    check_targets(targets, force=force)    # before the work: a folder, no permission, read-only
+    with progress(4 + with_csv, "report") as step:
+        sc = load(scenario_path)
+        step("sweep and sensitivity")
+        res = analyse(sc)
+        step("workbook")
+        wb = build(sc, res)
+        step("save")
+        atomic_save(wb, out)
+        if with_csv:
+            step("csv")
+            _atomic_text(csv_path, options_csv(res))
+        step("")
+    return res
+
+
+@contextmanager
+def progress(steps: int, what: str):
+    """A progress bar on stderr, only on a terminal, only when the run takes over half a
+    second, and only where tqdm is installed (pip install 'flopsheet[progress]'). Yields
+    `step(next_stage)`: the previous stage is done."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is None or not sys.stderr.isatty():
+        yield lambda stage: None
+        return
+    size = shutil.get_terminal_size((80, 24))   # a terminal that reports 0x0 (tqdm would hide the bar): 80x24
+    with tqdm(total=steps, desc=what, unit="step", delay=0.5, file=sys.stderr, leave=False, ncols=size.columns,
+              nrows=size.lines) as bar:
+        def step(stage: str) -> None:
+            bar.update(1)
+            bar.set_postfix_str(stage, refresh=True)
+        yield step
+
+
+# ---------------------------------------------------------------- CLI (parser in workbook_templates/cli.py)
+def run_command(args) -> int:
+    from udfs.errors import FlopsheetError
+    from udfs.safe_write import WriteError
+    out = Path(args.output)
+    if out.suffix.lower() != ".xlsx":
+        print(f"report: the output must be an .xlsx file, got {out.name}", file=sys.stderr)
+        return 2
+    try:
+        res = write_report(args.scenario, out, force=args.force, with_csv=args.csv)
+    except ReportExists as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 2
+    except FlopsheetError as e:
+        print(f"report: {args.scenario}: {e}", file=sys.stderr)
+        return 2
+    except (WriteError, OSError) as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 2
+    best = res.best
+    summary = (f"recommended: {best.label}, ${best.total_cost:,.0f}" + (" per month" if res.scenario.serving else "")
+               if best else "no option meets every constraint")
+    said = sys.stderr if args.json else sys.stdout       # with --json, stdout is the JSON object alone
+    print(f"wrote {out} ({len(res.rows)} options; {summary})", file=said)
+    if args.csv:
+        print(f"wrote {out.with_suffix('.csv')}", file=said)
+    if args.json:
+        print(json.dumps(as_json(res), allow_nan=False, indent=2))
+    return 0

@@ -1,0 +1,81 @@
+"""The Sensitivity sheet: each main assumption moved -25% / +25% (udfs.report_model.
+sensitivity_table), the change in the recommendation's cost as formulas, and a tornado chart."""
+
+from __future__ import annotations
+
+from openpyxl import Workbook
+from openpyxl.chart import BarChart, Reference
+
+from udfs.report_model import SWING, Result
+
+from .. import styles as st
+from .cells import column_letter, cost_label, header_row, put, sheet_title
+
+TITLE = "Sensitivity"
+PRINT_PARTIAL = False
+
+
+def write(wb: Workbook, res: Result):
+    sc = res.scenario
+    ws = wb.create_sheet(TITLE)
+    best = res.best
+    sheet_title(ws, "Which assumptions move the answer most",
+           f"Each assumption moved -{SWING:.0%} and +{SWING:.0%} with the rest held, the engine re-run for the "
+           f"recommended option" + (f" ({best.label})" if best else "") + ". Sorted by swing.")
+    if best is None or not res.sensitivity:
+        put(ws, 4, 1, "No option meets every constraint: nothing to test.")
+        return
+    head = 4
+    cols = ["Assumption", "Base value", f"-{SWING:.0%}", f"+{SWING:.0%}", f"{cost_label(sc)} at -{SWING:.0%}",
+            f"{cost_label(sc)} at +{SWING:.0%}", f"Change at -{SWING:.0%}", f"Change at +{SWING:.0%}", "Swing",
+            "Note"]
+    header_row(ws, head, cols)
+    for i, it in enumerate(res.sensitivity):
+        row = head + 1 + i
+        vfmt = "#,##0.###"
+        if it["unit"] == "" and it["base_value"] <= 1:
+            vfmt = "0.0%"
+        put(ws, row, 1, it["assumption"])
+        put(ws, row, 2, it["base_value"], vfmt)
+        put(ws, row, 3, it["low_value"], vfmt)
+        put(ws, row, 4, it["high_value"], vfmt)
+        put(ws, row, 5, it["low_cost"], st.USD0)
+        put(ws, row, 6, it["high_cost"], st.USD0)
+        for col, src in ((7, 5), (8, 6)):
+            c = ws.cell(row=row, column=col, value=f"=IF(ISNUMBER({column_letter(src)}{row}),{column_letter(src)}{row}-$B${head + len(res.sensitivity) + 2},0)")
+            c.number_format = '"$"#,##0;[Red]-"$"#,##0'
+        c = ws.cell(row=row, column=9, value=f"=ABS(H{row}-G{row})")
+        c.number_format = st.USD0
+        put(ws, row, 10, it["note"]).font = st.NOTE_FONT
+    base_row = head + len(res.sensitivity) + 2
+    put(ws, base_row, 1, f"Base: {cost_label(sc).lower()}").font = st.BOLD
+    put(ws, base_row, 2, best.total_cost, st.USD0, key=True)
+    note = ("Rented GPUs: utilization, electricity and lifetime do not change the cost (you pay for the hours "
+            "used)." if best.basis == "cloud" else
+            "Owned GPUs: cost per used hour = (capital recovery + power x PUE + opex) / (8,760 h x utilization).")
+    put(ws, base_row + 1, 1, note).font = st.NOTE_FONT
+
+    chart = BarChart()
+    chart.type = "bar"
+    chart.grouping = "clustered"
+    chart.overlap = 100
+    chart.gapWidth = 40
+    chart.title = f"Change in {cost_label(sc).lower()}, each assumption -/+{SWING:.0%}"
+    chart.y_axis.title = "Change in cost ($)"
+    chart.y_axis.numFmt = '"$"#,##0'
+    chart.y_axis.majorGridlines = None
+    chart.x_axis.scaling.orientation = "maxMin"      # biggest swing on top
+    chart.x_axis.tickLblPos = "low"
+    n = len(res.sensitivity)
+    data = Reference(ws, min_col=7, max_col=8, min_row=head, max_row=head + n)
+    chart.add_data(data, titles_from_data=True)
+    chart.set_categories(Reference(ws, min_col=1, min_row=head + 1, max_row=head + n))
+    chart.series[0].graphicalProperties.solidFill = "5B9BD5"
+    chart.series[1].graphicalProperties.solidFill = "ED7D31"
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
+    chart.height, chart.width = 9, 28
+    ws.add_chart(st.readable_chart(chart), f"A{base_row + 3}")
+    st.set_widths(ws, {"A": 30, "B": 11, "C": 10, "D": 10, "E": 13, "F": 13, "G": 12, "H": 12, "I": 11,
+                       "J": 30})
+
