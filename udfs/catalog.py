@@ -141,6 +141,23 @@ _FORM_WORDS = {"SXM": ("SXM", "SXM4", "SXM5", "SXM2"), "PCIe": ("PCIe",), "NVL":
 
 GPU_FIELDS = {f.name for f in fields(Gpu)}
 
+# ---------------------------------------------------------------- purchase prices
+# The one place a GPU's purchase price is read (GPU_SPEC, GPU_COMPARE, the picker, the report, the
+# workbooks). Three figures, three meanings (docs/cost-model.md, "Which price"):
+#   card    the GPU (or module) alone, the central sourced figure: compare GPUs with it
+#   system  all-in per GPU: its share of a complete server; what owning costs (picker, report,
+#           DATACENTER_COST_PER_GPU_HOUR)
+#   lesson  the lesson's own figure, kept only to reproduce its comparison table
+PRICE_FIELDS = {"card": "price_usd", "system": "system_price_usd", "lesson": "lesson_price_usd"}
+PURCHASE_PRICES = tuple(PRICE_FIELDS)
+
+
+def gpu_price(gpu: Gpu, basis: str = "card") -> float | None:
+    """A GPU's purchase price on one basis (card, system or lesson); None where none is sourced."""
+    if basis not in PRICE_FIELDS:
+        raise value_error(f"unknown price basis {quote(basis)}; use {', '.join(PURCHASE_PRICES)}")
+    return getattr(gpu, PRICE_FIELDS[basis])
+
 
 @cache
 def gpus() -> tuple[Gpu, ...]:

@@ -98,7 +98,7 @@ def owned_rate(gpu: Gpu, ownership: economics.Ownership | None = None, price_usd
                price_from: str = "") -> tuple[float, str] | None:
     """$ per used hour of owning the GPU in a data centre (economics.Ownership: its all-in system
     price unless one is given, network, colocation, power, opex), with its note; None without a price."""
-    price, o = price_usd or gpu.system_price_usd, ownership or economics.Ownership()
+    price, o = price_usd or catalog.gpu_price(gpu, "system"), ownership or economics.Ownership()
     if not price:
         return None
     month = o.month(price, gpu.tdp_w or 0)["total"]

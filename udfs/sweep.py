@@ -70,7 +70,7 @@ class Row:
 # ---------------------------------------------------------------- prices
 def purchase_price(sc: Scenario, gpu: catalog.Gpu, price_scale: float = 1.0) -> float | None:
     """All-in price per GPU (its share of a server): the scenario's quote, else the catalog's."""
-    price = sc.purchase_overrides.get(gpu.name, gpu.system_price_usd)
+    price = sc.purchase_overrides.get(gpu.name, catalog.gpu_price(gpu, "system"))
     return price * price_scale if price else None
 
 

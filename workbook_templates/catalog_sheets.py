@@ -50,7 +50,8 @@ def gpu_value(g, attr):
         return cheapest(g.name, "on-demand")
     if attr == "spot_usd_per_gpu_hour":
         return cheapest(g.name, "spot")
-    return getattr(g, attr)
+    basis = {field: b for b, field in catalog.PRICE_FIELDS.items()}.get(attr)
+    return catalog.gpu_price(g, basis) if basis else getattr(g, attr)
 
 
 def _table(book: Book, title: str, heading: str, columns, rows, value, prefix: str, names: dict[str, str]):

@@ -15,9 +15,10 @@ LESSON_GPUS = ("H100 SXM 80GB", "A100 SXM 80GB", "A100 SXM 40GB", "L40S 48GB", "
 
 def _field(row, field: str, fields: set[str], what: str):
     name = key(field)
+    prices = {v: k for k, v in catalog.PRICE_FIELDS.items()} if what == "GPU" else {}
     for f in sorted(fields):
         if key(f) == name:
-            value = getattr(row, f)
+            value = catalog.gpu_price(row, prices[f]) if f in prices else getattr(row, f)
             return ";".join(value) if isinstance(value, tuple) else ("" if value is None else value)
     raise value_error(f"unknown {what} field {quote(field)}; valid: {', '.join(sorted(fields))}")
 
@@ -62,40 +63,48 @@ def _names(value) -> list[str]:
     return [n.strip() for n in str(value).split(",") if n.strip()]
 
 
-def compare_row(g: catalog.Gpu, model_size_gb: float = 14.0, efficiency: float = 0.7, lesson_prices: bool = False) -> list:
+def compare_row(g: catalog.Gpu, model_size_gb: float = 14.0, efficiency: float = 0.7, price: str = "card") -> list:
     """The lesson's derived metrics for one GPU (its `build_gpu_comparison_dataframe`), at the
-    lesson's own prices for its comparison set, else the catalog's card price."""
-    price = g.lesson_price_usd if lesson_prices else g.price_usd
-    price_k = price / 1000 if price else None
+    purchase price of the basis asked for (catalog.gpu_price: card, system or lesson)."""
+    usd = catalog.gpu_price(g, price)
+    price_k = usd / 1000 if usd else None
     bw = g.bandwidth_tbs
     fits = g.memory_gb is not None and g.memory_gb >= model_size_gb
-    return [g.name, g.tier, g.memory_gb, g.bf16_tflops, g.fp8_tflops, bw, g.interconnect_gbs, g.tdp_w, price,
+    return [g.name, g.tier, g.memory_gb, g.bf16_tflops, g.fp8_tflops, bw, g.interconnect_gbs, g.tdp_w, usd,
             bw * 1000 / price_k if (bw and price_k) else None,
             g.bf16_tflops / price_k if (g.bf16_tflops and price_k) else None,
-            lesson.tokens_per_sec(bw, model_size_gb, 1, efficiency) if (bw and fits) else None]
+            lesson.tokens_per_sec(bw, model_size_gb, 1, efficiency) if (bw and fits) else None,
+            price if usd else ""]
 
 
 COMPARE_HEADER = ["GPU", "Tier", "VRAM_GB", "BF16_TFLOPS", "FP8_TFLOPS", "Bandwidth_TBs", "Interconnect_GBs",
-                  "TDP_W", "Price_USD", "BW_per_kUSD", "TFLOPS_per_kUSD", "7B_FP16_tokens_per_sec"]
+                  "TDP_W", "Price_USD", "BW_per_kUSD", "TFLOPS_per_kUSD", "7B_FP16_tokens_per_sec", "Price_basis"]
 
 
 @worksheet("GPU_COMPARE", "The lesson's GPU comparison with derived metrics: bandwidth per $1k (GB/s), dense BF16 "
-           "TFLOPS per $1k, and 7B FP16 decode tokens/s at batch 1 and 70% bandwidth efficiency.", "table", "Catalog",
-           [Arg("gpus", "list", "GPU names (comma-separated text or a range); \"all\" for every priced GPU",
-                default="lesson"),
+           "TFLOPS per $1k, and 7B FP16 decode tokens/s at batch 1 and 70% bandwidth efficiency. Price_USD is "
+           "GPU_SPEC's price of the basis asked for: card (price_usd, default), system (system_price_usd, all-in "
+           "per GPU in a server) or lesson (lesson_price_usd: the lesson's table is GPU_COMPARE(\"lesson\",,"
+           "\"lesson\")).", "table", "Catalog",
+           [Arg("gpus", "list", "GPU names (comma-separated text or a range); \"lesson\" for the lesson's set; "
+                "\"all\" for every GPU priced on the basis", default="lesson"),
             Arg("sort_by", "choice", "Column to sort by (descending)",
                 choices=("none", "BW_per_kUSD", "TFLOPS_per_kUSD", "7B_FP16_tokens_per_sec", "Price_USD"),
-                default="none")],
-           returns="table", examples=[(("lesson", "BW_per_kUSD"), None), (("H100, RTX 4090",), None)])
-def gpu_compare(gpus, sort_by):
+                default="none"),
+            Arg("price", "choice", "Which purchase price: card (the GPU alone, today's catalog), system (all-in "
+                "per GPU in a server) or lesson (the lesson's own figures)", choices=catalog.PURCHASE_PRICES,
+                default="card")],
+           returns="table", examples=[(("lesson", "BW_per_kUSD"), None), (("H100, RTX 4090",), None),
+                                      (("lesson", "none", "lesson"), None)])
+def gpu_compare(gpus, sort_by, price):
     names = _names(gpus)
     if names == ["lesson"]:
         chosen = [catalog.gpu(n) for n in LESSON_GPUS]
     elif names == ["all"]:
-        chosen = [g for g in catalog.gpus() if g.price_usd]
+        chosen = [g for g in catalog.gpus() if catalog.gpu_price(g, price)]
     else:
         chosen = [catalog.gpu(n) for n in names]
-    rows = [compare_row(g, lesson_prices=names == ["lesson"]) for g in chosen]
+    rows = [compare_row(g, price=price) for g in chosen]
     if sort_by != "none":
         col = COMPARE_HEADER.index(sort_by)
         rows.sort(key=lambda r: -(r[col] if r[col] is not None else float("-inf")))
