@@ -93,16 +93,14 @@ def _split(eng: Engine, n_gpus: int) -> int:
 
 def _experts(model: Model) -> tuple[float, float, float]:
     """(parameters per expert over all MoE layers, experts, experts per token); zeros if dense."""
-    if not (model.is_moe and model.active_params):
+    if not model.expert_params:
         return 0.0, 0.0, 0.0
-    experts, k = model.n_experts, model.experts_per_token or 1
-    return (model.params - model.active_params) / (experts - k), experts, k
+    return model.expert_params, model.n_experts, model.experts_per_token or 1
 
 
 def _matmul_params(model: Model) -> float:
     """Parameters in matrix products per token (an untied input embedding is a lookup)."""
-    lookup = 0 if model.tied_embeddings else serving.embedding_params(model)
-    return serving.active_params(model) - lookup
+    return model.active - (0 if model.tied_embeddings else model.input_embedding_params)
 
 
 def _kv_replication(model: Model, split: int) -> float:
@@ -110,8 +108,7 @@ def _kv_replication(model: Model, split: int) -> float:
     heads than GPUs replicate them."""
     if model.kv_lora_rank:
         return float(split)          # MLA's one latent vector is replicated on every GPU
-    kv_heads = model.kv_heads or model.heads
-    return max(1.0, split / kv_heads)
+    return max(1.0, split / model.kv_head_count)
 
 
 def _allreduce_s(model: Model, gpu: Gpu, n_gpus: int, tokens: float) -> float:
@@ -149,8 +146,7 @@ class Step:
 def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", batch: float = 1, context: float = 1024,
                 n_gpus: int = 1, kv_precision: Precision | str | None = None, eng: Engine | str | None = None) -> Step:
     """One decode step of `batch` sequences holding `context` tokens each (the mean length).
-    A model known only by its size borrows a catalog layout (serving.with_layout)."""
-    model = serving.with_layout(model)
+    A model known only by its size has borrowed a catalog layout already (resolve.model)."""
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
     kv_precision = kv_precision or eng.kv_format(precision)
@@ -170,8 +166,7 @@ def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", bat
     # KV cache by attention layout: global layers read the whole context, local (sliding or
     # chunked) layers at most their window; MLA one latent vector (arch.kv_cache_bytes)
     kv_bytes = kv_cache_bytes(model, context, batch, kv_precision) * _kv_replication(model, split) / split
-    head_dim = model.head_dim or model.hidden // model.heads
-    attn_flops = 4 * model.heads * head_dim * kv_layer_tokens(model, context) * batch / split
+    attn_flops = 4 * model.heads * model.head_size * kv_layer_tokens(model, context) * batch / split
     attn_rate = _decode_flops(gpu, "fp16", eng.matmul_fraction(16), batch)
     attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / attn_rate)
     return Step(weights, attention, _allreduce_s(model, gpu, split, batch), _overhead_s(model, gpu, eng, n_gpus))
@@ -180,8 +175,7 @@ def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", bat
 def prefill_flops(model: Model, prompt_tokens: float, batch: float = 1) -> float:
     """2 x matrix parameters per token, plus causal attention (QK and PV over half the square;
     local layers over at most their window)."""
-    head_dim = model.head_dim or model.hidden // model.heads
-    attention = 2 * model.heads * head_dim * prompt_tokens * kv_layer_tokens(model, prompt_tokens) * batch
+    attention = 2 * model.heads * model.head_size * prompt_tokens * kv_layer_tokens(model, prompt_tokens) * batch
     return 2 * _matmul_params(model) * prompt_tokens * batch + attention
 
 
@@ -200,7 +194,6 @@ def prefill_seconds(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
     """Time to process `batch` prompts of `prompt_tokens` alone: the
     compute, never less than reading the weights once per chunk of the engine's token budget,
     plus the engine's fixed costs per chunk."""
-    model = serving.with_layout(model)
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
     split = _split(eng, n_gpus)
@@ -241,7 +234,6 @@ def kv_batch(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: 
     """Sequences whose KV cache fits: each reserves prompt + output tokens (engines that
     guarantee no eviction) or, when blocks are handed out as tokens arrive, the mean length."""
     tokens = prompt_tokens + (output_tokens if eng.kv_reservation == "max" else output_tokens / 2)
-    model = serving.with_layout(model)
     split = _split(eng, n_gpus)
     per_sequence = kv_cache_bytes(model, tokens, 1, kv_precision) * _kv_replication(model, split) / n_gpus / GIB
     fits = math.floor(kv_budget_gib(model, gpu, precision, n_gpus, eng) / per_sequence)
@@ -290,7 +282,6 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16", p
                   max_ttft_ms: float | None = None, batch: int | None = None) -> ServingPoint:
     """The largest batch that fits (and meets the latency targets), and what it delivers;
     `batch` fixes the batch instead (an override: #NUM! when it does not fit)."""
-    model = serving.with_layout(model)
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
     if n_gpus < 1:

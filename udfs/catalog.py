@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -61,6 +61,8 @@ def _build(cls, raw: dict[str, str]):
     """Make a dataclass row from a CSV row, converting by the field's annotation."""
     values = {}
     for f in fields(cls):
+        if not f.init:                    # a derived field (Model's), filled by the class itself
+            continue
         text = raw.get(f.name, "")
         if f.type in ("float | None", "int | None"):
             v = _num(text)
@@ -284,13 +286,35 @@ class Model:
     source: str
     as_of: str
     note: str
+    layout_from: str = ""         # not a column: the catalog model whose layout a bare count borrowed (resolve)
+    # Derived once, here, whenever a model is made (catalog row, MODEL_DEFINE, imported config, borrowed layout;
+    # `dataclasses.replace` fills them again): every estimate reads these, none re-derives them.
+    head_size: int = field(init=False)            # head_dim, else hidden / heads
+    kv_head_count: int = field(init=False)        # kv_heads, else heads (multi-head attention)
+    total_params: float = field(init=False)       # params, else counted from the shape
+    active: float = field(init=False)             # parameters a token uses: active_params, else total
+    input_embedding_params: float = field(init=False)   # vocab x hidden: a row lookup, not a matrix product
+    output_head_params: float = field(init=False)       # vocab x hidden when untied from the embedding, else 0
+    moe_layer_count: int = field(init=False)
+    expert_params: float = field(init=False)      # one routed expert, summed over the MoE layers (0: dense)
+    shared_expert_params: float = field(init=False)     # the always-on shared experts, all MoE layers
+
+    def __post_init__(self):
+        for name, value in shape.derived(self).items():
+            object.__setattr__(self, name, value)
 
     @property
     def is_moe(self) -> bool:
         return bool(self.n_experts)
 
+    @property
+    def has_layout(self) -> bool:
+        """Its own layout (layers, hidden, heads), not one borrowed for a bare count."""
+        return shape.has_shape(self) and not self.layout_from
 
-MODEL_FIELDS = {f.name for f in fields(Model)}
+
+MODEL_FIELDS = {f.name for f in fields(Model) if f.init and f.name != "layout_from"}   # the catalog's columns
+DERIVED_MODEL_FIELDS = ("layout_from",) + tuple(f.name for f in fields(Model) if not f.init)
 _MODEL_SUFFIX = re.compile(r"(hf|instruct|chat|base|it)$")
 
 
@@ -300,11 +324,10 @@ def models() -> tuple[Model, ...]:
 
 
 def _complete(m: Model) -> Model:
-    """A private row may give only the shape: its parameter counts are computed."""
-    if m.params or not shape.has_shape(m):
+    """A private row may give only the shape: its parameter count columns are the counted ones."""
+    if m.params or not m.total_params:
         return m
-    n = shape.counts(m)
-    return replace(m, params=n["total"], active_params=n["active"] if m.is_moe else None)
+    return replace(m, params=m.total_params, active_params=m.active if m.is_moe else None)
 
 
 def model_from_row(row: dict) -> Model:
@@ -317,7 +340,7 @@ def gpu_from_row(row: dict) -> Gpu:
 
 
 def size_only_model(params: float) -> Model:
-    """A model known only by its parameter count (no shape)."""
+    """A model known only by its parameter count (no shape yet: `resolve.model` lends it one)."""
     return _build(Model, {"name": f"{params / 1e9:.4g}B parameters", "params": repr(float(params))})
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from . import catalog, numbers, spec
+from . import numbers, resolve
 from .errors import EXCEL_ERRORS, FlopsheetError, num_error, quote, value_error
 
 
@@ -64,24 +64,19 @@ def to_model(name: str, value, counts: bool = True):
         params = to_count(name, value)
         if params <= 0:
             raise num_error(f"{name} must be > 0 parameters, got {params:g}")
-        return catalog.size_only_model(params)
-    text = to_text(name, value)
-    return spec.model(text) if spec.is_model_spec(text) else catalog.model(text)
+        return resolve.model(params)
+    return resolve.model(to_text(name, value))
 
 
 def to_gpu(name: str, value):
     """A GPU: a GPU_DEFINE spec or a catalog name."""
-    text = to_text(name, value)
-    return spec.gpu(text) if spec.is_gpu_spec(text) else catalog.gpu(text)
+    return resolve.gpu(to_text(name, value))
 
 
 def to_params(name: str, value) -> float:
     """A parameter count, or a model (catalog name, MODEL_DEFINE spec) giving its total parameters."""
     if isinstance(value, str) and not is_count(value):
-        m = to_model(name, value, counts=False)
-        if not m.params:
-            raise value_error(f"the catalog has no parameter count for {m.name}")
-        return m.params
+        return to_model(name, value, counts=False).total_params
     return to_count(name, value)
 
 

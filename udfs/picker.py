@@ -19,10 +19,10 @@ functions and the report render the text from it and decide on the status only.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from . import calibration as cal
-from . import capacity, catalog, economics, serving, training
+from . import capacity, catalog, economics, resolve, serving, training
 from .catalog import Gpu, Model, Precision, as_precision
 from .errors import FlopsheetError, num_error, value_error
 from .names import key
@@ -73,18 +73,6 @@ class Option:
         return self.reason.ok
 
 
-def model_for(model_or_params) -> Model:
-    """A catalog model, or for a bare parameter count the architecture of the catalog's
-    dense model nearest in size, carrying the given count."""
-    if isinstance(model_or_params, Model):
-        return model_or_params
-    params = float(model_or_params)
-    dense = [m for m in catalog.models() if not m.is_moe and m.gated_mlp and m.params]
-    nearest = min(dense, key=lambda m: abs(math.log(m.params / params)))
-    return replace(nearest, name=f"{params / 1e9:g}B parameters (shape of {nearest.name})", params=params,
-                   active_params=None)
-
-
 def cloud_rate(gpu: Gpu) -> tuple[float, str] | None:
     best = catalog.cheapest_cloud_price(gpu.name)
     return (best.usd_per_gpu_hour, cloud_note(best)) if best else None
@@ -133,10 +121,10 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
     usable = serving.usable_gib(gpu)
     if workload in ("lora", "qlora"):
         mem = training.qlora_memory_gib(model, base_bits=16 if workload == "lora" else training.NF4_BITS)["total"]
-        flops_per_token = 4 * serving.active_params(model)      # no weight gradients for the frozen base
+        flops_per_token = 4 * model.active      # no weight gradients for the frozen base
         n_mem = 1 if mem <= usable else None
     else:
-        flops_per_token = 6 * serving.active_params(model)
+        flops_per_token = 6 * model.active
         n_mem = _gpus_for_training(model, gpu, usable, precision)
     option.fits = n_mem is not None
     if not option.fits:
@@ -234,7 +222,7 @@ def rank(workload: str, model_or_params: Model | float, precision: Precision | s
     (headroom included), `batch` an optional override, `min_tokens_per_sec` the speed each
     request needs (a TPOT limit of 1000 / it ms). `tiers`: the GPU tiers the deployment may use
     (others are sized and priced, and fail with the reason)."""
-    model, precision, allowed = model_for(model_or_params), as_precision(precision), parse_tiers(tiers)
+    model, precision, allowed = resolve.model(model_or_params), as_precision(precision), parse_tiers(tiers)
     shape = ServingShape(prompt_tokens, output_tokens, engine or None, int(batch) if batch else None)
     options = []
     for gpu in catalog.gpus():

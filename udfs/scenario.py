@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import NamedTuple
 
-from . import catalog, engines, lesson, numbers
+from . import catalog, engines, lesson, numbers, resolve
 from .economics import Ownership
 from .errors import FlopsheetError, quote
 from .picker import DEFAULT_DEADLINE_DAYS, OBJECTIVES, WORKLOADS, parse_tiers
@@ -47,7 +47,7 @@ class Scenario:
     name: str
     description: str
     kind: str
-    model: object                      # a catalog Model, or a parameter count (float)
+    model: catalog.Model               # resolved (resolve.model): a count has borrowed a catalog layout
     model_label: str
     precision: str
     tokens: float | None = None        # training tokens
@@ -420,7 +420,8 @@ def _model(w: dict) -> tuple[object, str]:
         return model, model.name
     if "params" in w:
         p = _number(w, "params", "workload", low=1e6, high=1e13)
-        return p, f"{p / 1e9:g}B parameters"
+        model = resolve.model(p)
+        return model, f"{p / 1e9:g}B parameters (layout of {model.layout_from})"
     raise ScenarioError("workload.model: missing; give a catalog model name (workload.model) or a parameter "
                         "count (workload.params)")
 

@@ -6,10 +6,9 @@ serving-capacity model in `udfs.capacity`, with the engine profiles of `udfs.eng
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from . import calibration as cal
-from . import catalog, shape
+from . import shape
 from .arch import kv_bytes_per_layer_token, kv_cache_bytes
 from .catalog import Gpu, Model, Precision, as_precision
 from .errors import num_error, value_error
@@ -18,21 +17,9 @@ from .units import GIB, TERA
 KV_PRECISION = "bf16"       # KV cache format where a function has no kv_precision argument (16-bit)
 
 
-def total_params(model: Model) -> float:
-    return model.params
-
-
-def active_params(model: Model) -> float:
-    return model.active_params or model.params
-
-
-def embedding_params(model: Model) -> float:
-    return (model.vocab or 0) * (model.hidden or 0)
-
-
 def weight_bytes(model: Model, precision: Precision | str) -> float:
     """Bytes of all weights in memory at the given format."""
-    return model.params * as_precision(precision).bytes_per_param
+    return model.total_params * as_precision(precision).bytes_per_param
 
 
 def streamed_params(model: Model, batch: float) -> float:
@@ -41,12 +28,11 @@ def streamed_params(model: Model, batch: float) -> float:
     The input embedding is a row lookup, not a matrix read, when it is not tied to the
     output head. For mixture-of-experts, only the experts the batch routes to are read:
     with E experts and k per token, a batch touches E x (1 - (1 - k/E)^batch) of them."""
-    params = model.params - (0 if model.tied_embeddings else embedding_params(model))
-    if model.is_moe and model.active_params:
+    params = model.total_params - (0 if model.tied_embeddings else model.input_embedding_params)
+    if model.expert_params:
         experts, k = model.n_experts, model.experts_per_token or 1
-        expert_params = (model.params - model.active_params) / (experts - k)   # per expert, all MoE layers
         touched = experts * (1 - (1 - k / experts) ** batch)
-        params -= (experts - touched) * expert_params
+        params -= (experts - touched) * model.expert_params
     return params
 
 
@@ -66,16 +52,6 @@ def _peak_flops(gpu: Gpu, precision: Precision, needed_for: str = "this estimate
 
 def has_tensor_peak(gpu: Gpu, precision: Precision) -> bool:
     return bool(gpu.tensor_tflops(precision) or gpu.bf16_tflops or gpu.fp16_tflops)
-
-
-def with_layout(model: Model) -> Model:
-    """A model known only by its size borrows the layout (layers, KV heads, vocabulary) of
-    the catalog's dense model nearest in size, for the estimates that need only the size."""
-    if shape.has_shape(model):
-        return model
-    lender = shape.nearest_dense(model.params, catalog.models())
-    return replace(lender, name=model.name, aliases=(), params=model.params, active_params=None,
-                   published_params=None, published_active_params=None, note=f"layout of {lender.name}")
 
 
 def serving_memory_gib(model: Model, precision: Precision | str, batch: float = 1, context: float = 4096,

@@ -17,9 +17,6 @@ Active parameters count the routed experts a token uses (top-k) instead of all o
 
 from __future__ import annotations
 
-import math
-
-from .errors import value_error
 
 # Tokens of the `extras` column and the parameters each adds per layer.
 EXTRAS = {
@@ -40,6 +37,8 @@ def _get(model, name: str, default=0):
 
 
 def head_dim(model) -> int:
+    """Width of one attention head: the catalog's head_dim, else hidden / heads (the one fallback;
+    a `Model` keeps it as `head_size`)."""
     return _get(model, "head_dim") or model.hidden // model.heads
 
 
@@ -126,6 +125,35 @@ def counts(model) -> dict[str, int]:
             "embeddings": embeddings}
 
 
+def _countable(model) -> bool:
+    return has_shape(model) and bool(_get(model, "ffn") and _get(model, "vocab"))
+
+
+def derived(model) -> dict[str, float | int]:
+    """Every figure a model's other figures imply, worked out once when the model is made
+    (catalog.Model fills its derived fields from this):
+      total and active parameters   the catalog's figures, else counted from the shape (`counts`)
+      embedding and output head     vocab x hidden each; the head is 0 when tied to the embedding
+      experts                       one routed expert over all MoE layers = (total - active) / (experts - k)
+                                    (exactly the shape's expert MLPs when the counts come from the shape);
+                                    shared experts are as wide (the catalog's `ffn`)."""
+    shaped = has_shape(model)
+    counted = counts(model) if _countable(model) and not (_get(model, "params") and _get(model, "active_params")) \
+        else {}
+    total = _get(model, "params") or counted.get("total", 0)
+    experts, k = _get(model, "n_experts"), _get(model, "experts_per_token") or 1
+    active = _get(model, "active_params") or (counted.get("active", total) if experts else total)
+    expert = (total - active) / (experts - k) if experts > k and total > active else 0.0
+    table = _get(model, "vocab") * _get(model, "hidden")
+    return {"head_size": head_dim(model) if shaped else 0,
+            "kv_head_count": (_get(model, "kv_heads") or _get(model, "heads")) if shaped else 0,
+            "total_params": total, "active": active,
+            "input_embedding_params": table,
+            "output_head_params": 0 if _get(model, "tied_embeddings", False) else table,
+            "moe_layer_count": moe_layer_count(model), "expert_params": expert,
+            "shared_expert_params": _get(model, "shared_experts") * expert}
+
+
 # ---------------------------------------------------------------- KV-cache layout
 def kv_layers(model) -> tuple[int, int, int | None]:
     """(global layers, local layers, window): global layers cache the whole context, local
@@ -162,16 +190,3 @@ def has_shape(model) -> bool:
     return bool(_get(model, "layers") and _get(model, "hidden") and _get(model, "heads"))
 
 
-def require_shape(model) -> None:
-    """Estimates that depend on the layout refuse a model known only by its size."""
-    if not has_shape(model):
-        raise value_error(f"this estimate needs the model's shape (layers, heads, KV heads), not only its size "
-                          f"({model.name}): give a catalog name or MODEL_DEFINE(layers, hidden, heads, kv_heads, ffn, "
-                          f"vocab)")
-
-
-def nearest_dense(params: float, candidates):
-    """The dense model with a shape whose size is nearest (by ratio) to `params`: the layout
-    a bare parameter count borrows for its layer count and KV cache."""
-    dense = [m for m in candidates if has_shape(m) and not _get(m, "n_experts") and _get(m, "params")]
-    return min(dense, key=lambda m: abs(math.log(m.params / params)))

@@ -149,7 +149,7 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
     """Every candidate GPU x count x basis. `efficiency` scales MFU (training) or decode speed
     (serving) - the engine is re-run on the work divided by it; `work_scale` scales the tokens
     or traffic; `price_scale` the $/GPU-hour and purchase prices. `only` = (gpu, basis)."""
-    model = picker.model_for(sc.model)
+    model = sc.model
     work = sc.work * work_scale if sc.work is not None else None
     sized = work / efficiency if work is not None else None
     if sized is None and efficiency != 1.0:           # default fine-tuning tokens

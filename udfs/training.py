@@ -7,7 +7,6 @@ from __future__ import annotations
 from . import calibration as cal
 from .catalog import Gpu, Model, Precision, as_precision
 from .errors import value_error
-from .shape import require_shape
 from .units import GIB, TERA
 
 # Bytes per parameter of model state in mixed-precision training (weights in the training
@@ -57,7 +56,6 @@ def training_memory_gib(model: Model, precision: Precision | str = "bf16", optim
     """Per-GPU memory in GiB for full training with ZeRO data parallelism over n GPUs:
     stage 1 shards optimizer states, 2 also gradients, 3 also weights (plus the largest
     layer gathered whole)."""
-    require_shape(model)
     precision = as_precision(precision)
     states = model_state_bytes(model.params, precision, optimizer)
     shard = {k: (n_gpus if zero_stage >= level else 1) for k, level in
@@ -84,8 +82,8 @@ def linear_params(model: Model) -> float:
 def lora_params(model: Model, rank: int) -> float:
     """LoRA adapter parameters, r·(d_in + d_out) for every linear layer of every block
     (q, k, v, o and the MLP matrices; experts not adapted)."""
-    h, q = model.hidden, model.heads * (model.head_dim or model.hidden // model.heads)
-    kv = (model.kv_heads or model.heads) * (model.head_dim or model.hidden // model.heads)
+    h, q = model.hidden, model.heads * model.head_size
+    kv = model.kv_head_count * model.head_size
     f = model.ffn or 4 * h
     mats = [(h, q), (h, kv), (h, kv), (q, h)] + [(h, f)] * (2 if model.gated_mlp else 1) + [(f, h)]
     return model.layers * rank * sum(i + o for i, o in mats)
@@ -96,7 +94,6 @@ def qlora_memory_gib(model: Model, rank: int = 16, seq_len: float = 2048, micro_
     """QLoRA (Dettmers et al. 2023): NF4 base on linear layers, 16-bit embeddings, head and
     norms, LoRA adapters trained in FP32 with Adam (16 bytes/param: weight, gradient, m, v),
     activations (checkpointed: layer inputs plus one layer's working set) and logits."""
-    require_shape(model)
     linear = linear_params(model)
     base = linear * base_bits / 8 + (model.params - linear) * 2      # base_bits=16: plain LoRA
     adapters = lora_params(model, rank) * 16

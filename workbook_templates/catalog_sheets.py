@@ -5,7 +5,7 @@ the native formulas look figures up in."""
 
 from __future__ import annotations
 
-from udfs import catalog, serving
+from udfs import catalog
 from udfs.lesson import OPTIMIZERS
 
 from . import styles as st
@@ -140,7 +140,7 @@ def model_sheet(book: Book):
                ("note", "Note", None)]
 
     def value(m, attr):
-        return serving.active_params(m) if attr == "active_params" else getattr(m, attr)
+        return m.active if attr == "active_params" else getattr(m, attr)
     return _table(book, "Models", "Model catalog (parameter counts from each model's configuration)", columns,
                   catalog.models(), value, "CatModel",
                   {"name": "CatModelNames", "params": "CatModel_params", "active_params": "CatModel_active_params"})[0]

@@ -257,7 +257,7 @@ class Book:
 
     def params(self, ws, coord: str, model: C, *, active: bool = False, label: str = "Parameters") -> C:
         """The parameter count of a model-or-count input (a catalog lookup), as a number cell."""
-        from udfs import catalog, coerce, serving
+        from udfs import catalog, coerce
         column = "CatModel_active_params" if active else "CatModel_params"
         ref = model.ref(ws.title)
 
@@ -265,7 +265,7 @@ class Book:
             v = get(model)
             if isinstance(v, str):
                 m = catalog.model(v)
-                return serving.active_params(m) if active else m.params
+                return m.active if active else m.total_params
             return coerce.to_params("params", v)
         return self.glue(ws, coord, f"IF(ISNUMBER({ref}),{ref},INDEX({column},MATCH({ref},CatModelNames,0)))",
                          value, fmt=st.PARAMS, label=label)

@@ -3,6 +3,7 @@ prefill speed, training memory (ZeRO) and QLoRA memory."""
 
 from .. import arch, capacity, serving, training
 from ..registry import Arg, worksheet
+from ..resolve import require_own_layout
 from .common import (BATCH, CONTEXT, ENGINE, GPU, KV_PRECISION, MODEL, N_GPUS, PRECISION, PROMPT, USABLE, positive,
                      required)
 
@@ -12,7 +13,7 @@ from .common import (BATCH, CONTEXT, ENGINE, GPU, KV_PRECISION, MODEL, N_GPUS, P
            examples=[(("Llama 2 7B",), 6_738_415_616), (("Llama 2 70B",), 68_976_648_192),
                      (("Llama 2 13B",), 13_015_864_320)])
 def param_count(model, part):
-    return serving.active_params(model) if part == "active" else model.params
+    return model.active if part == "active" else model.total_params
 
 
 @worksheet("PARAMS_FROM_ARCH", "Parameters of a decoder-only transformer from its shape: attention h·(q+2kv+o), "
@@ -38,6 +39,7 @@ SERVING_PARTS = ("total", "weights", "kv_cache", "overhead")
             Arg("part", "choice", "Which part to return", choices=SERVING_PARTS, default="total")],
            examples=[(("Llama 2 7B", "fp16", 1, 4096), 16.051), (("Llama 2 70B", "fp16", 32, 4096, "fp16", 4), 43.620)])
 def serving_memory_gb(model, precision, batch, context, kv_precision, n_gpus, part):
+    require_own_layout(model)
     return serving.serving_memory_gib(model, precision, batch, context, kv_precision, n_gpus)[part]
 
 
@@ -46,6 +48,7 @@ def serving_memory_gb(model, precision, batch, context, kv_precision, n_gpus, pa
            examples=[(("Llama 3 70B", "RTX 4090", "q4_k_m", 1, 1024), False), (("Llama 3 70B", "H100", "int4", 1, 4096), True),
                      (("Llama 2 70B", "H100", "fp16"), False)])
 def fits(model, gpu, precision, batch, context, n_gpus, usable_fraction):
+    require_own_layout(model)
     need = serving.serving_memory_gib(model, precision, batch, context, serving.KV_PRECISION, n_gpus)["total"]
     return need <= serving.usable_gib(gpu, usable_fraction)
 
@@ -54,6 +57,7 @@ def fits(model, gpu, precision, batch, context, n_gpus, usable_fraction):
            "does not fit).", "sequences", "Serving", [MODEL, GPU, required(CONTEXT, "Tokens per sequence"), PRECISION, N_GPUS, USABLE],
            examples=[(("Llama 2 7B", "A100", 4096, "fp16"), 28)])
 def max_batch(model, gpu, context, precision, n_gpus, usable_fraction):
+    require_own_layout(model)
     return serving.max_batch(model, gpu, precision, context, n_gpus, serving.KV_PRECISION, usable_fraction)
 
 
@@ -61,6 +65,7 @@ def max_batch(model, gpu, context, precision, n_gpus, usable_fraction):
            "tokens", "Serving", [MODEL, GPU, PRECISION, BATCH, N_GPUS, USABLE],
            examples=[(("Llama 2 7B", "RTX 4090", "fp16"), 4096), (("Llama 2 7B", "RTX 4090", "fp16", 8), 1932)])
 def max_context(model, gpu, precision, batch, n_gpus, usable_fraction):
+    require_own_layout(model)
     return serving.max_context(model, gpu, precision, batch, n_gpus, serving.KV_PRECISION, usable_fraction)
 
 
@@ -111,6 +116,7 @@ TRAIN_PARTS = ("total", "weights", "gradients", "optimizer", "activations", "ove
            examples=[(("Llama 2 7B",), 122.109), (("Llama 2 7B", "bf16", "adamw", 1, 2048, 3, 8), 23.660)])
 def training_memory_gb(model, precision, optimizer, micro_batch, seq_len, zero_stage, n_gpus, recompute,
                        flash_attention, part):
+    require_own_layout(model)
     return training.training_memory_gib(model, precision, optimizer, micro_batch, seq_len, zero_stage, n_gpus,
                                         recompute, flash_attention)[part]
 
@@ -128,4 +134,5 @@ QLORA_PARTS = ("total", "base_weights", "adapters", "activations", "overhead")
             Arg("part", "choice", "Which part to return", choices=QLORA_PARTS, default="total")],
            examples=[(("Llama 2 7B",), 6.305)])
 def qlora_memory_gb(model, rank, seq_len, micro_batch, checkpointing, part):
+    require_own_layout(model)
     return training.qlora_memory_gib(model, rank, seq_len, micro_batch, checkpointing)[part]

@@ -35,11 +35,15 @@ def gpu_spec(gpu, field):
 
 
 @worksheet("MODEL_SPEC", "One catalog figure of a model's architecture (layers, hidden, heads, kv_heads, head_dim, "
-           "ffn, vocab, params, context_length, ...).", "the field's unit", "Catalog",
-           [MODEL, Arg("field", "text", "Catalog column, e.g. params, layers, kv_heads, context_length")],
+           "ffn, vocab, params, context_length, ...), or one derived from them as every estimate uses it "
+           "(head_size, kv_head_count, total_params, active, input_embedding_params, output_head_params, "
+           "expert_params, shared_expert_params, moe_layer_count; layout_from: the catalog model whose layout a "
+           "bare parameter count borrows).", "the field's unit", "Catalog",
+           [MODEL, Arg("field", "text", "Catalog column or derived figure, e.g. params, layers, kv_heads, "
+                       "context_length, head_size, expert_params, layout_from")],
            returns="any", examples=[(("Llama 2 70B", "layers"), 80), (("Llama 2 7B", "params"), 6738415616)])
 def model_spec(model, field):
-    return _field(model, field, catalog.MODEL_FIELDS, "model")
+    return _field(model, field, catalog.MODEL_FIELDS | set(catalog.DERIVED_MODEL_FIELDS), "model")
 
 
 GPU_LIST_COLUMNS = ("name", "vendor", "tier", "memory_gb", "bandwidth_tbs", "fp32_tflops", "tf32_tflops",

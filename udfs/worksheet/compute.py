@@ -3,7 +3,7 @@ days and cost; and the speed-up of one GPU over another for the second seed's
 effective-cost comparison."""
 
 from .. import calibration as cal
-from .. import serving, training
+from .. import training
 from ..catalog import Model
 from ..errors import value_error
 from ..registry import Arg, worksheet
@@ -16,7 +16,7 @@ MFU = Arg("mfu", "number", f"Model FLOPs utilisation; default {cal.DEFAULT_MFU} 
 
 def params_of(value: Model | float) -> float:
     """Active parameters of a catalog model, or a parameter count as given."""
-    return serving.active_params(value) if isinstance(value, Model) else value
+    return value.active if isinstance(value, Model) else value
 
 
 @worksheet("TRAINING_FLOPS", "Training compute: 6 x parameters x tokens (8x with full activation recompute).",

@@ -2,6 +2,7 @@
 
 from .. import arch, lesson
 from ..registry import Arg, worksheet
+from ..resolve import require_own_layout
 from ..table import Table
 from ..units import GB, MEMORY_UNITS
 from .common import BATCH, KV_PRECISION, MEMORY_UNIT, MODEL, OPTIMIZER, PARAMS, PART, PRECISION, positive
@@ -59,4 +60,5 @@ def model_size_gb(model_or_params, precision):
            examples=[(("Llama 2 70B", 4096, 32, "fp16", "GB"), 42.950), (("Llama 2 70B", 8192, 32, "fp16", "GB"), 85.899),
                      (("Llama 2 70B", 4096, 32), 40.0)])
 def kv_cache_gb(model, context, batch, kv_precision, unit):
+    require_own_layout(model)
     return arch.kv_cache_bytes(model, context, batch, kv_precision) / MEMORY_UNITS[unit.lower()]

@@ -82,7 +82,7 @@ def write(wb: Workbook, res: Result):
         row += 1
     row += 1
 
-    model = picker.model_for(sc.model)
+    model = sc.model
     section(ws, row, "Model")
     row += 1
     mcols = ["Model", "Parameters", "Layers", "Hidden", "Heads", "KV heads", "As of"]
