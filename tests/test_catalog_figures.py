@@ -9,7 +9,6 @@ from udfs import catalog
 # GPUs with no published dense 16-bit tensor figure, and why (see each row's note).
 NO_16BIT_FIGURE = {
     "A10G 24GB": "AWS-only part: NVIDIA publishes no A10G datasheet",
-    "H200 NVL 141GB": "the NVL's own tensor figures were not found in a source",
     "Apple M2 Ultra 192GB": "Apple publishes no TFLOPS",
     "Apple M3 Ultra 512GB": "Apple publishes no TFLOPS",
     "Apple M4 Max 128GB": "Apple publishes no TFLOPS",
@@ -35,8 +34,15 @@ def test_lower_precision_is_never_slower_where_the_hardware_has_it(gpu):
         assert gpu.fp8_tflops >= sixteen
     if gpu.fp4_tflops and gpu.fp8_tflops:
         assert gpu.fp4_tflops >= gpu.fp8_tflops
-    if gpu.bf16_tflops and gpu.fp16_tflops:      # same tensor units: NVIDIA and AMD quote them alike
-        assert gpu.bf16_tflops == pytest.approx(gpu.fp16_tflops, rel=0.01)
+
+
+def test_weight_only_int4_multiplies_at_the_16bit_rate():
+    # Gaudi 3's FP16 matrix rate is a quarter of its BF16: int4 weights dequantise to BF16, not FP16
+    for gpu in catalog.gpus():
+        sixteen = gpu.bf16_tflops or gpu.fp16_tflops
+        assert gpu.tensor_tflops("int4") == sixteen, gpu.name
+    gaudi = catalog.gpu("Gaudi 3")
+    assert gaudi.tensor_tflops("fp16") < gaudi.tensor_tflops("int4") == gaudi.tensor_tflops("bf16")
 
 
 @pytest.mark.parametrize("gpu", catalog.gpus(), ids=lambda g: g.name)
