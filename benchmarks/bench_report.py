@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 from udfs import catalog  # noqa: E402
 from udfs import report_model, scenario  # noqa: E402
 from workbook_templates import report  # noqa: E402
+from workbook_templates.common import atomic_save  # noqa: E402
 
 COUNTS = [8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048]
 SWEEP = f"""
@@ -44,7 +45,7 @@ def main() -> int:
     t2 = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "sweep.xlsx"
-        report.atomic_save(wb, out)
+        atomic_save(wb, out)
         t3 = time.perf_counter()
         size = out.stat().st_size
     n = len(res.rows)
