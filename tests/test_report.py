@@ -149,7 +149,7 @@ def test_options_sheet_and_csv(built_reports, name):
 def test_charts_and_sensitivity(built_reports, name):
     wb = openpyxl.load_workbook(built_reports[name])
     src = report_model.analyse(scenario.load(ROOT / "examples" / f"{name}.toml"))
-    assigned = {a["assumption"] for a in src.sensitivity}
+    assigned = {a.assumption for a in src.sensitivity}
     assert len(assigned) == 6
     assert any("Electricity" in a for a in assigned) and any("Lifetime" in a for a in assigned)
     ws = wb["Sensitivity"]
@@ -157,7 +157,7 @@ def test_charts_and_sensitivity(built_reports, name):
     assert got == assigned
     charts = report.build(src.scenario, src)
     # the own-vs-rent line chart is drawn for the recommended GPU when it has both prices; else a sentence says why
-    both = src.own_vs_rent and not src.own_vs_rent["missing"]
+    both = isinstance(src.own_vs_rent, report_model.OwnVsRent)
     assert len(charts["Charts"]._charts) == (3 if both else 2) and len(charts["Sensitivity"]._charts) == 1
     if not both:
         assert "No break-even" in charts["Charts"]["A42"].value
@@ -388,7 +388,7 @@ def test_json_capex_breakeven_and_finite_numbers(built_reports, name, tmp_path, 
     cells = [c.value for row in ws.iter_rows() for c in row if isinstance(c.value, str)]
     assert text in cells
     res = report_model.analyse(sc, sensitivity=False)
-    assert (res.own_vs_rent["gpu"], res.own_vs_rent["count"]) == (best["gpu"], best["count"])
+    assert (res.own_vs_rent.gpu, res.own_vs_rent.count) == (best["gpu"], best["count"])
     if best["breakeven_month"]:
         assert f"month {best['breakeven_month']}" in text
         assert values["Break-even month, own vs rent (recommended GPUs)"] == best["breakeven_month"]

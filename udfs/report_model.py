@@ -1,13 +1,14 @@
 """The report's model: the recommendation and two runners-up from the option sweep
 (sweep.py), why each was chosen, the sensitivity of the recommendation's total cost to each
 main assumption (each moved -25% / +25%, the engine re-run) and the cumulative cost of owning
-against renting. Plain data for workbook_templates/report/ to write.
+against renting. Typed data for workbook_templates/report/ to write, and the `--json` summary
+(ReportSummary, whose field names are the JSON keys).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 
 from . import calibration as cal
 from . import catalog, picker
@@ -19,20 +20,80 @@ from .sweep import Row, breakeven_month, money, options, owned_count, purchase_p
 SWING = 0.25
 
 
+@dataclass(frozen=True)
+class Sensitivity:
+    """One assumption moved -SWING and +SWING with the rest held, and the recommendation's total cost
+    at each (None: the engine found no such option under the changed assumption)."""
+    assumption: str
+    unit: str                   # "" for a share or factor of 1 (printed as a percentage), else the value's unit
+    base_value: float
+    low_value: float
+    high_value: float
+    low_cost: float | None
+    high_cost: float | None
+    note: str
+    base_cost: float | None     # the recommendation's total cost as analysed
+
+    @property
+    def low_delta(self) -> float | None:
+        return _delta(self.low_cost, self.base_cost)
+
+    @property
+    def high_delta(self) -> float | None:
+        return _delta(self.high_cost, self.base_cost)
+
+    @property
+    def swing(self) -> float:
+        """How far the cost moves between the two ends (an end with no cost counts as no change)."""
+        return abs((self.high_delta or 0) - (self.low_delta or 0))
+
+
+def _delta(cost: float | None, base: float | None) -> float | None:
+    return None if cost is None or base is None else cost - base
+
+
+@dataclass(frozen=True)
+class MissingPrice:
+    """No own-vs-rent comparison for the recommended GPU: the catalog lacks its price on one side."""
+    gpu: str
+    count: int
+    missing: str                # "cloud" or "owned"
+
+
+@dataclass(frozen=True)
+class OwnVsRent:
+    """Cumulative cash by month, owning against renting the recommended GPUs (see own_vs_rent)."""
+    gpu: str
+    count: int                  # GPUs rented: the recommendation's count
+    bought: int                 # GPUs bought: whole systems
+    rent_rate: float            # $/GPU-hour, the cheapest cloud rate (or the scenario's)
+    capex: float                # $ at month 0, all GPUs bought
+    used_hours_per_month: float  # rented hours a month per GPU
+    running_per_month: float    # owned cash a month after the capex, all GPUs bought
+    months: list[int]           # 0 .. the lifetime in months
+    own: list[float]            # cumulative $ owning, by month (residual back in the last)
+    rent: list[float]           # cumulative $ renting, by month
+    crossover_month: int | None  # first month renting has cost more (None: not within the lifetime)
+
+
 @dataclass
 class Result:
     scenario: Scenario
     rows: list[Row]
     best: Row | None
     runners_up: list[Row]
-    why: dict[int, str] = field(default_factory=dict)     # id(row) -> why it was chosen, for the Summary
-    sensitivity: list[dict] = field(default_factory=list)
-    own_vs_rent: dict | None = None
+    why: dict[tuple[str, str], str] = field(default_factory=dict)   # (gpu, basis) of a pick -> why it was chosen
+    sensitivity: list[Sensitivity] = field(default_factory=list)
+    own_vs_rent: OwnVsRent | MissingPrice | None = None
     used_gpus: list[str] = field(default_factory=list)
 
     @property
     def ok_rows(self) -> list[Row]:
         return [r for r in self.rows if r.ok]
+
+    def why_chosen(self, r: Row) -> str:
+        """Why the recommendation or a runner-up was chosen ("" for any other row)."""
+        return self.why.get((r.gpu, r.basis), "")
 
 
 # figures of a row that a report prints as numbers: each must be finite (the output guard's rule)
@@ -65,9 +126,9 @@ def analyse(sc: Scenario, sensitivity: bool = True) -> Result:
             break
     res = Result(sc, rows, best, runners)
     if best:
-        res.why[id(best)] = _why_best(sc, best, len(ok))
-        for r in runners:
-            res.why[id(r)] = _why_runner(sc, r, best)
+        res.why[(best.gpu, best.basis)] = _why_best(sc, best, len(ok))
+        for r in runners:                  # each a different GPU or basis, so (gpu, basis) names it
+            res.why[(r.gpu, r.basis)] = _why_runner(sc, r, best)
         if sensitivity:
             res.sensitivity = sensitivity_table(sc, best)
         res.own_vs_rent = own_vs_rent(sc, rows, best)
@@ -109,14 +170,15 @@ def _cost_of(sc: Scenario, row: Row, **kw) -> float | None:
     return None
 
 
-def sensitivity_table(sc: Scenario, best: Row) -> list[dict]:
+def sensitivity_table(sc: Scenario, best: Row) -> list[Sensitivity]:
+    """Each main assumption moved -SWING / +SWING, the engine re-run; the biggest swing first."""
     o = sc.ownership
     low_f, high_f = 1 - SWING, 1 + SWING
-    items = []
+    items: list[Sensitivity] = []
 
     def add(name, unit, base_value, low_value, high_value, low_cost, high_cost, note=""):
-        items.append({"assumption": name, "unit": unit, "base_value": base_value, "low_value": low_value,
-                      "high_value": high_value, "low_cost": low_cost, "high_cost": high_cost, "note": note})
+        items.append(Sensitivity(name, unit, base_value, low_value, high_value, low_cost, high_cost, note,
+                                 best.total_cost))
 
     eff_name = "Decode efficiency (share of modelled speed)" if sc.serving else "MFU (model FLOPs utilization)"
     eff_base = 1.0 if sc.serving else cal.DEFAULT_MFU
@@ -146,35 +208,30 @@ def sensitivity_table(sc: Scenario, best: Row) -> list[dict]:
         _cost_of(sc, best, work_scale=low_f) if sc.work is not None else _cost_of(sc, best, efficiency=1 / low_f),
         _cost_of(sc, best, work_scale=high_f) if sc.work is not None else _cost_of(sc, best, efficiency=1 / high_f),
         "")
-    base = best.total_cost
-    for it in items:
-        it["base_cost"] = base
-        it["low_delta"] = None if it["low_cost"] is None else it["low_cost"] - base
-        it["high_delta"] = None if it["high_cost"] is None else it["high_cost"] - base
-        it["swing"] = abs((it["high_delta"] or 0) - (it["low_delta"] or 0))
-    items.sort(key=lambda it: it["swing"], reverse=True)
+    items.sort(key=lambda it: it.swing, reverse=True)
     return items
 
 
-def own_vs_rent(sc: Scenario, rows: list[Row], best: Row) -> dict | None:
+def own_vs_rent(sc: Scenario, rows: list[Row], best: Row) -> OwnVsRent | MissingPrice:
     """Cumulative cash by month for the recommended GPU and count, bought or rented at its cheapest
     cloud rate: owning pays the capex (systems + network) at month 0, then facility, power and opex
     each month, and gets the residual back at the end of the lifetime (financing not shown); renting
     pays the rate for 730 h a month per GPU serving, for the busy hours (730 x utilization) training.
-    The same money (sweep.money) as every row; None when the GPU lacks a price on either side."""
+    The same money (sweep.money) as every row; MissingPrice when the GPU lacks a price on either side."""
     g = catalog.gpu(best.gpu)
     own, rent = money(sc, g, "owned"), money(sc, g, "cloud")
     if own is None or rent is None:
-        return {"gpu": g.name, "count": best.count, "missing": "cloud" if rent is None else "owned"}
+        return MissingPrice(g.name, best.count, "cloud" if rent is None else "owned")
     o, n, bought = sc.ownership, best.count, owned_count(sc, g, best.count)
     used = HOURS_PER_MONTH * (1 if sc.serving else o.utilization)
     months = max(1, round(o.lifetime_years * 12))
     residual = bought * purchase_price(sc, g) * o.residual_fraction
     own_cash = [bought * (own.capex + own.running * m) - (residual if m == months else 0) for m in range(months + 1)]
     rent_cash = [n * rent.rate * used * m for m in range(months + 1)]
-    return {"gpu": g.name, "count": n, "bought": bought, "rent_rate": rent.rate, "capex": bought * own.capex,
-            "used_hours_per_month": used, "running_per_month": bought * own.running, "months": list(range(months + 1)),
-            "own": own_cash, "rent": rent_cash, "crossover_month": breakeven_month(sc, g, n), "missing": None}
+    return OwnVsRent(gpu=g.name, count=n, bought=bought, rent_rate=rent.rate, capex=bought * own.capex,
+                     used_hours_per_month=used, running_per_month=bought * own.running,
+                     months=list(range(months + 1)), own=own_cash, rent=rent_cash,
+                     crossover_month=breakeven_month(sc, g, n))
 
 
 # ---------------------------------------------------------------- sentences and the JSON summary
@@ -184,21 +241,21 @@ def breakeven_sentence(res: Result) -> str:
     if best is None or ovr is None:
         return ""
     what = f"{best.count:,} x {best.gpu}"
-    if ovr["missing"]:
-        return (f"No break-even for {what}: the catalog has no {ovr['missing']} price for it"
-                + (" (add one under [prices] in the scenario)." if ovr["missing"] == "owned" else "."))
-    hours = "730 h a month each" if sc.serving else f"{ovr['used_hours_per_month']:,.0f} busy hours a month each"
+    if isinstance(ovr, MissingPrice):
+        return (f"No break-even for {what}: the catalog has no {ovr.missing} price for it"
+                + (" (add one under [prices] in the scenario)." if ovr.missing == "owned" else "."))
+    hours = "730 h a month each" if sc.serving else f"{ovr.used_hours_per_month:,.0f} busy hours a month each"
     life = f"{sc.ownership.lifetime_years:g}-year lifetime"
     if best.basis == "owned":
-        head = (f"Buying {what} (capex ${ovr['capex']:,.0f}) instead of renting them at ${ovr['rent_rate']:,.2f}/GPU-h "
+        head = (f"Buying {what} (capex ${ovr.capex:,.0f}) instead of renting them at ${ovr.rent_rate:,.2f}/GPU-h "
                 f"for {hours}")
-        tail = (f"pays back in month {ovr['crossover_month']}" if ovr["crossover_month"]
+        tail = (f"pays back in month {ovr.crossover_month}" if ovr.crossover_month
                 else f"does not pay back within the {life}")
     else:
-        them = "them" if ovr["bought"] == best.count else f"{ovr['bought']:,} (whole systems)"
-        head = (f"Renting {what} at ${ovr['rent_rate']:,.2f}/GPU-h for {hours}; buying {them} instead (capex "
-                f"${ovr['capex']:,.0f})")
-        tail = (f"would pay back in month {ovr['crossover_month']}" if ovr["crossover_month"]
+        them = "them" if ovr.bought == best.count else f"{ovr.bought:,} (whole systems)"
+        head = (f"Renting {what} at ${ovr.rent_rate:,.2f}/GPU-h for {hours}; buying {them} instead (capex "
+                f"${ovr.capex:,.0f})")
+        tail = (f"would pay back in month {ovr.crossover_month}" if ovr.crossover_month
                 else f"would not pay back within the {life}")
     return f"{head} {tail}."
 
@@ -237,43 +294,141 @@ def _finite(v):
     return v
 
 
-def option_json(sc: Scenario, r: Row) -> dict:
-    out = {"gpu": r.gpu, "count": r.count, "basis": r.basis, "rank": r.rank, "ok": r.ok,
-           "reason": r.reason.text() if (r.reason and not r.reason.ok) else None,
-           "status": (r.reason.status.value if r.reason else "ok"),
-           "capex_usd": r.capex, "monthly_cost_usd": r.monthly_cost, "usd_per_gpu_hour": r.rate,
-           "price_basis": r.rate_note, "breakeven_month": r.breakeven_month,
-           "rented_gpu_hours": r.rented_hours,
-           "monthly_cost_lines_usd": r.lines}
-    if sc.serving:
-        out.update(cost_per_1m_output_tokens_usd=r.cost_per_1m, capacity_output_tokens_per_sec=r.capacity_tps,
-                   gpus_per_copy=r.gpus_per_copy, batch=r.batch, gpus_per_system=r.purchase_unit,
-                   tokens_per_sec_per_request=r.per_request_tps, seconds_per_request=r.seconds_per_request)
-    else:
-        out.update(total_cost_usd=r.total_cost, days=r.days, gpu_hours=r.gpu_hours)
-    return {k: ({a: _finite(b) for a, b in v.items()} if isinstance(v, dict) else _finite(v)) for k, v in out.items()}
+@dataclass(frozen=True)
+class ServingFigures:
+    cost_per_1m_output_tokens_usd: float | None
+    capacity_output_tokens_per_sec: float | None
+    gpus_per_copy: int | None
+    batch: int | None
+    gpus_per_system: int | None
+    tokens_per_sec_per_request: float | None
+    seconds_per_request: float | None
+
+
+@dataclass(frozen=True)
+class TrainingFigures:
+    total_cost_usd: float | None
+    days: float | None
+    gpu_hours: float | None
+
+
+@dataclass(frozen=True)
+class OptionSummary:
+    """One option as `flopsheet report --json` prints it: the field names are the JSON keys, in order,
+    then the workload's own figures (ServingFigures or TrainingFigures) in the same object."""
+    gpu: str
+    count: int
+    basis: str
+    rank: int | None
+    ok: bool
+    reason: str | None                  # why it fails (None: it meets every constraint)
+    status: str                         # reasons.Status value, "ok" when there is no reason
+    capex_usd: float | None
+    monthly_cost_usd: float | None
+    usd_per_gpu_hour: float | None
+    price_basis: str
+    breakeven_month: int | None
+    rented_gpu_hours: float | None
+    monthly_cost_lines_usd: dict[str, float] | None
+    figures: ServingFigures | TrainingFigures
+
+    def to_json(self) -> dict:
+        """The JSON object, flat: every figure finite or null, the monthly lines too."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "figures"} | asdict(self.figures)
+        return {k: ({a: _finite(b) for a, b in v.items()} if isinstance(v, dict) else _finite(v))
+                for k, v in out.items()}
+
+
+@dataclass(frozen=True)
+class ServingSummary:
+    requests_per_minute: float | None
+    output_tokens_per_request: float | None
+    provisioned_output_tokens_per_sec: float | None
+    output_tokens_per_month: float | None
+    p95_latency_s: float | None
+
+
+@dataclass(frozen=True)
+class OwnershipSummary:
+    utilization: float
+    lifetime_years: float
+    pue: float
+    usd_per_kwh: float
+    cost_of_capital: float
+    residual_fraction: float
+    opex_usd_per_gpu_year: float
+    network_share: float
+    usd_per_kw_month: float
+
+
+@dataclass(frozen=True)
+class ReportSummary:
+    """The machine-readable summary `flopsheet report --json` prints (to_json): the same rows as the
+    workbook. Field names are the JSON keys, in order."""
+    scenario: str
+    workload: str
+    model: str
+    precision: str
+    catalog_date: str
+    recommendation: OptionSummary | None
+    runners_up: list[OptionSummary]
+    breakeven: str | None
+    count_explanation: str | None
+    serving: ServingSummary | None
+    ownership: OwnershipSummary
+    tiers: list[str]
+    options: list[OptionSummary]
+
+    def to_json(self) -> dict:
+        return {f.name: _json(getattr(self, f.name)) for f in fields(self)}
+
+
+def _json(v):
+    """Options through their to_json (figures made finite); other records as they are."""
+    if isinstance(v, OptionSummary):
+        return v.to_json()
+    if isinstance(v, list):
+        return [_json(x) for x in v]
+    return asdict(v) if is_dataclass(v) and not isinstance(v, type) else v
+
+
+def option_summary(sc: Scenario, r: Row) -> OptionSummary:
+    figures: ServingFigures | TrainingFigures = (
+        ServingFigures(cost_per_1m_output_tokens_usd=r.cost_per_1m, capacity_output_tokens_per_sec=r.capacity_tps,
+                       gpus_per_copy=r.gpus_per_copy, batch=r.batch, gpus_per_system=r.purchase_unit,
+                       tokens_per_sec_per_request=r.per_request_tps, seconds_per_request=r.seconds_per_request)
+        if sc.serving else TrainingFigures(total_cost_usd=r.total_cost, days=r.days, gpu_hours=r.gpu_hours))
+    return OptionSummary(
+        gpu=r.gpu, count=r.count, basis=r.basis, rank=r.rank, ok=r.ok,
+        reason=r.reason.text() if (r.reason and not r.reason.ok) else None,
+        status=(r.reason.status.value if r.reason else "ok"),
+        capex_usd=r.capex, monthly_cost_usd=r.monthly_cost, usd_per_gpu_hour=r.rate, price_basis=r.rate_note,
+        breakeven_month=r.breakeven_month, rented_gpu_hours=r.rented_hours, monthly_cost_lines_usd=r.lines,
+        figures=figures)
+
+
+def summary(res: Result) -> ReportSummary:
+    sc = res.scenario
+    o = sc.ownership
+    serving = ServingSummary(
+        requests_per_minute=sc.requests_per_minute, output_tokens_per_request=sc.output_tokens_per_request,
+        provisioned_output_tokens_per_sec=sc.traffic_tokens_per_sec, output_tokens_per_month=sc.tokens_per_month,
+        p95_latency_s=sc.p95_latency_s) if sc.serving else None
+    ownership = OwnershipSummary(
+        utilization=o.utilization, lifetime_years=o.lifetime_years, pue=o.pue, usd_per_kwh=o.usd_per_kwh,
+        cost_of_capital=o.cost_of_capital, residual_fraction=o.residual_fraction,
+        opex_usd_per_gpu_year=o.opex_per_gpu_year, network_share=o.network_share,
+        usd_per_kw_month=o.usd_per_kw_month)
+    return ReportSummary(
+        scenario=sc.name, workload=sc.kind, model=sc.model_label, precision=sc.precision,
+        catalog_date=catalog.catalog_date(),
+        recommendation=option_summary(sc, res.best) if res.best else None,
+        runners_up=[option_summary(sc, r) for r in res.runners_up],
+        breakeven=breakeven_sentence(res) or None, count_explanation=count_sentence(sc, res.best) or None,
+        serving=serving, ownership=ownership, tiers=list(sc.tiers),
+        options=[option_summary(sc, r) for r in res.rows])
 
 
 def as_json(res: Result) -> dict:
     """The machine-readable summary `flopsheet report --json` prints: the same rows as the workbook."""
-    sc = res.scenario
-    o = sc.ownership
-    return {
-        "scenario": sc.name, "workload": sc.kind, "model": sc.model_label, "precision": sc.precision,
-        "catalog_date": catalog.catalog_date(),
-        "recommendation": option_json(sc, res.best) if res.best else None,
-        "runners_up": [option_json(sc, r) for r in res.runners_up],
-        "breakeven": breakeven_sentence(res) or None,
-        "count_explanation": count_sentence(sc, res.best) or None,
-        "serving": {"requests_per_minute": sc.requests_per_minute,
-                    "output_tokens_per_request": sc.output_tokens_per_request,
-                    "provisioned_output_tokens_per_sec": sc.traffic_tokens_per_sec,
-                    "output_tokens_per_month": sc.tokens_per_month,
-                    "p95_latency_s": sc.p95_latency_s} if sc.serving else None,
-        "ownership": {"utilization": o.utilization, "lifetime_years": o.lifetime_years, "pue": o.pue,
-                      "usd_per_kwh": o.usd_per_kwh, "cost_of_capital": o.cost_of_capital,
-                      "residual_fraction": o.residual_fraction, "opex_usd_per_gpu_year": o.opex_per_gpu_year,
-                      "network_share": o.network_share, "usd_per_kw_month": o.usd_per_kw_month},
-        "tiers": list(sc.tiers),
-        "options": [option_json(sc, r) for r in res.rows],
-    }
+    return summary(res).to_json()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from openpyxl import Workbook
 from openpyxl.chart import LineChart, Reference
 
-from udfs.report_model import Result, breakeven_sentence
+from udfs.report_model import MissingPrice, Result, breakeven_sentence
 
 from .. import styles as st
 from ..common import write_text
@@ -48,19 +48,19 @@ def write(wb: Workbook, res: Result):
         charts[1].series[0].graphicalProperties.solidFill = "70AD47"
     ovr = res.own_vs_rent
     top = head + max(len(ok), 1) + 3
-    if ovr and ovr["missing"]:
+    if isinstance(ovr, MissingPrice):
         write_text(ws.cell(row=42, column=1), breakeven_sentence(res)).font = st.NOTE_FONT
-    elif ovr:
-        put(ws, top - 1, left, f"Cumulative cost, {ovr['gpu']}: own {ovr['bought']:,} vs rent {ovr['count']:,}").font = st.BOLD
+    elif ovr is not None:
+        put(ws, top - 1, left, f"Cumulative cost, {ovr.gpu}: own {ovr.bought:,} vs rent {ovr.count:,}").font = st.BOLD
         header_row(ws, top, ["Month", "Own ($)", "Rent ($)"], first=left)
-        for i, m in enumerate(ovr["months"]):
+        for i, m in enumerate(ovr.months):
             row = top + 1 + i
             put(ws, row, left, m, st.INT)
-            put(ws, row, left + 1, ovr["own"][i], st.USD0)
-            put(ws, row, left + 2, ovr["rent"][i], st.USD0)
-        last = top + len(ovr["months"])
+            put(ws, row, left + 1, ovr.own[i], st.USD0)
+            put(ws, row, left + 2, ovr.rent[i], st.USD0)
+        last = top + len(ovr.months)
         line = LineChart()
-        line.title = f"Cumulative cost: own {ovr['bought']:,} vs rent {ovr['count']:,} x {ovr['gpu']}"
+        line.title = f"Cumulative cost: own {ovr.bought:,} vs rent {ovr.count:,} x {ovr.gpu}"
         line.add_data(Reference(ws, min_col=left + 1, max_col=left + 2, min_row=top, max_row=last),
                       titles_from_data=True)
         line.set_categories(Reference(ws, min_col=left, min_row=top + 1, max_row=last))
@@ -73,10 +73,10 @@ def write(wb: Workbook, res: Result):
         line.y_axis.delete = False
         line.height, line.width = 9, 20
         ws.add_chart(st.readable_chart(line), "A42")
-        note = (f"Own: capex ${ovr['capex']:,.0f} at month 0 (all-in systems + network), then colocation, power x "
-                f"PUE and opex (${ovr['running_per_month']:,.0f} a month for all {ovr['bought']:,} GPUs bought); residual "
-                f"value back at the end; financing not shown. Rent: ${ovr['rent_rate']:g}/GPU-h for "
-                f"{ovr['used_hours_per_month']:,.0f} h a month per GPU"
+        note = (f"Own: capex ${ovr.capex:,.0f} at month 0 (all-in systems + network), then colocation, power x "
+                f"PUE and opex (${ovr.running_per_month:,.0f} a month for all {ovr.bought:,} GPUs bought); residual "
+                f"value back at the end; financing not shown. Rent: ${ovr.rent_rate:g}/GPU-h for "
+                f"{ovr.used_hours_per_month:,.0f} h a month per GPU"
                 f"{' (always on)' if sc.serving else ' (730 h x utilization)'}. " + breakeven_sentence(res))
         write_text(ws.cell(row=61, column=1), note).font = st.NOTE_FONT
     st.set_widths(ws, {column_letter(left): 30, column_letter(left + 1): 13, column_letter(left + 2): 13})

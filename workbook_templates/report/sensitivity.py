@@ -33,20 +33,20 @@ def write(wb: Workbook, res: Result):
     for i, it in enumerate(res.sensitivity):
         row = head + 1 + i
         vfmt = "#,##0.###"
-        if it["unit"] == "" and it["base_value"] <= 1:
+        if it.unit == "" and it.base_value <= 1:
             vfmt = "0.0%"
-        put(ws, row, 1, it["assumption"])
-        put(ws, row, 2, it["base_value"], vfmt)
-        put(ws, row, 3, it["low_value"], vfmt)
-        put(ws, row, 4, it["high_value"], vfmt)
-        put(ws, row, 5, it["low_cost"], st.USD0)
-        put(ws, row, 6, it["high_cost"], st.USD0)
+        put(ws, row, 1, it.assumption)
+        put(ws, row, 2, it.base_value, vfmt)
+        put(ws, row, 3, it.low_value, vfmt)
+        put(ws, row, 4, it.high_value, vfmt)
+        put(ws, row, 5, it.low_cost, st.USD0)
+        put(ws, row, 6, it.high_cost, st.USD0)
         for col, src in ((7, 5), (8, 6)):
             c = ws.cell(row=row, column=col, value=f"=IF(ISNUMBER({column_letter(src)}{row}),{column_letter(src)}{row}-$B${head + len(res.sensitivity) + 2},0)")
             c.number_format = '"$"#,##0;[Red]-"$"#,##0'
         c = ws.cell(row=row, column=9, value=f"=ABS(H{row}-G{row})")
         c.number_format = st.USD0
-        put(ws, row, 10, it["note"]).font = st.NOTE_FONT
+        put(ws, row, 10, it.note).font = st.NOTE_FONT
     base_row = head + len(res.sensitivity) + 2
     put(ws, base_row, 1, f"Base: {cost_label(sc).lower()}").font = st.BOLD
     put(ws, base_row, 2, best.total_cost, st.USD0, key=True)

@@ -11,7 +11,7 @@ from openpyxl.styles import Alignment
 
 import udfs
 from udfs import catalog
-from udfs.report_model import Result, breakeven_sentence, count_sentence
+from udfs.report_model import OwnVsRent, Result, breakeven_sentence, count_sentence
 from udfs.scenario import Scenario
 from udfs.sweep import Row, purchase_price
 
@@ -92,7 +92,7 @@ def write(wb: Workbook, res: Result):
         else:
             put(ws, row, 7, r.gpu_hours, st.INT)
         put(ws, row, 8, r.capex, st.USD0)
-        c = put(ws, row, 9, res.why.get(id(r), ""))
+        c = put(ws, row, 9, res.why_chosen(r))
         for j in range(1, 10):
             ws.cell(row=row, column=j).alignment = st.WRAP if j == 9 else Alignment(vertical="top")
         ws.row_dimensions[row].height = 45
@@ -133,11 +133,11 @@ def write(wb: Workbook, res: Result):
             figures += [("Days", best.days, st.DAYS), ("GPU-hours", best.gpu_hours, st.INT)]
         if res.sensitivity:
             top = res.sensitivity[0]
-            figures.append(("Assumption that moves the cost most (+/-25%)", top["assumption"], ""))
+            figures.append(("Assumption that moves the cost most (+/-25%)", top.assumption, ""))
         ovr = res.own_vs_rent
-        if ovr and not ovr["missing"]:
+        if isinstance(ovr, OwnVsRent):
             figures.append(("Break-even month, own vs rent (recommended GPUs)",
-                            ovr["crossover_month"] if ovr["crossover_month"] else "not within the lifetime",
+                            ovr.crossover_month if ovr.crossover_month else "not within the lifetime",
                             st.INT))
     for label, value, fmt in figures:
         put(ws, row, 1, label)
