@@ -55,15 +55,6 @@ def test_api_economics():
     assert udfs.call("API_BREAKEVEN_TOKENS", 3000, 6) == pytest.approx(5e8)
 
 
-def test_blended_cost_is_the_weighted_mix():
-    a = ("Llama 2 7B", "H100", "fp16", 1, 2048)
-    cin = udfs.call("COST_PER_1M_INPUT_TOKENS", 2.0, *a)
-    cout = udfs.call("COST_PER_1M_OUTPUT_TOKENS", 2.0, "Llama 2 7B", "H100", "fp16", 1)
-    blended = udfs.call("BLENDED_COST_PER_1M_TOKENS", 2.0, "Llama 2 7B", "H100", 0.75, "fp16", 1, 2048)
-    assert blended == pytest.approx(0.75 * cin + 0.25 * cout)
-    assert cin < cout        # prefill is compute-bound and far cheaper per token than batch-1 decode
-
-
 @given(st.floats(0.05, 1), st.floats(0.05, 1), st.floats(500, 50000))
 def test_owned_cost_falls_as_utilization_rises(u1, u2, hw):
     low, high = sorted((u1, u2))

@@ -4,7 +4,7 @@ function (catalog.gpu_price) wherever it is shown."""
 import pytest
 
 import udfs
-from udfs import catalog
+from udfs import capacity, catalog, scenario, sweep
 
 BASIS_FIELD = {"card": "price_usd", "system": "system_price_usd", "lesson": "lesson_price_usd"}
 
@@ -48,3 +48,80 @@ def test_lesson_table_reproduced_with_the_lesson_prices():
 def test_unknown_price_basis_is_a_clear_error():
     with pytest.raises(udfs.FlopsheetError, match="price basis"):
         catalog.gpu_price(catalog.gpu("H100"), "street")
+
+
+# ---------------------------------------------------------------- cost per token: one definition
+# a sample of models (dense, GQA, MoE, sliding-window), GPUs and formats, each served on a group that holds it
+SAMPLE = [("Llama 3.1 70B", "H100", "fp8", 1000, 200, 1), ("Llama 3.1 70B", "H100", "bf16", 1000, 200, 2),
+          ("Llama 2 7B", "A100 SXM 80GB", "fp16", 2048, 256, 1), ("Llama 3.1 8B", "L40S", "fp8", 512, 512, 1),
+          ("Mixtral 8x7B", "H200", "bf16", 1024, 256, 2), ("Llama 3.3 70B", "MI300X", "bf16", 4096, 1024, 1),
+          ("Qwen3 32B", "RTX 4090", "int4", 256, 128, 2), ("Llama 3.1 8B", "L4", "bf16", 1024, 128, 1)]
+PRICE = 3.2
+
+
+@pytest.mark.parametrize("model,gpu,precision,prompt,output,n", SAMPLE)
+def test_cost_per_output_token_is_price_over_serving_throughput(model, gpu, precision, prompt, output, n):
+    """Issue 19's identity: COST_PER_1M_OUTPUT_TOKENS(p, model, gpu, precision, prompt_tokens, output_tokens,
+    n_gpus) = p x n_gpus / (SERVING_THROUGHPUT x 3600) x 1e6 for the same inputs."""
+    tps = udfs.call("SERVING_THROUGHPUT", model, gpu, precision, prompt, output, n)
+    cost = udfs.call("COST_PER_1M_OUTPUT_TOKENS", PRICE, model, gpu, precision, prompt, output, n)
+    assert cost == pytest.approx(PRICE * n / (tps * 3600) * 1e6, rel=1e-12)
+
+
+@pytest.mark.parametrize("model,gpu,precision,prompt,output,n", SAMPLE[:4])
+def test_input_output_and_blended_price_the_same_request(model, gpu, precision, prompt, output, n):
+    """A request costs output cost x output tokens = blended x all its tokens; the input figure is
+    the prefill's share of it (not a second charge)."""
+    args = (PRICE, model, gpu, precision, prompt, output, n)
+    out, inp, blended = (udfs.call(f, *args) for f in ("COST_PER_1M_OUTPUT_TOKENS", "COST_PER_1M_INPUT_TOKENS",
+                                                       "BLENDED_COST_PER_1M_TOKENS"))
+    request = out * output
+    assert blended * (prompt + output) == pytest.approx(request, rel=1e-12)
+    assert 0 < inp * prompt < request
+    point = capacity.serving_point(catalog.model(model), catalog.gpu(gpu), precision, prompt, output, n)
+    assert inp * prompt == pytest.approx(request * point.prefill_share, rel=1e-12)
+
+
+def test_prefill_share_is_the_prefill_time_in_the_time_per_output_token():
+    """Charging prefill: with no prefill (a 1-token prompt) the share is ~0 and the cost per output
+    token falls; the longer the prompt, the more of the GPUs' time goes to prefill."""
+    m, g = catalog.model("Llama 3.1 8B"), catalog.gpu("H100")
+    shares = [capacity.serving_point(m, g, "fp8", p, 256, 1, batch=32).prefill_share for p in (1, 1000, 8000)]
+    assert shares[0] < 0.01 < shares[1] < shares[2] < 1
+    costs = [udfs.call("COST_PER_1M_OUTPUT_TOKENS", PRICE, m.name, "H100", "fp8", p, 256, 1, "", "", "", 32)
+             for p in (1, 1000)]
+    assert costs[0] < costs[1]
+
+
+def test_batch_given_prices_that_operating_point():
+    args = ("Llama 3.1 8B", "H100", "fp8", 1000, 200, 1)
+    tps = capacity.serving_point(catalog.model(args[0]), catalog.gpu(args[1]), "fp8", 1000, 200, 1, batch=8)
+    cost = udfs.call("COST_PER_1M_OUTPUT_TOKENS", PRICE, *args, "", "", "", 8)
+    assert cost == pytest.approx(PRICE / (tps.tokens_per_sec * 3600) * 1e6, rel=1e-12)
+    assert cost > udfs.call("COST_PER_1M_OUTPUT_TOKENS", PRICE, *args)       # batch 8 < the point's batch
+
+
+def test_report_figure_is_the_same_definition_over_the_tokens_served():
+    """The report's $ per 1M output tokens = COST_PER_1M_OUTPUT_TOKENS at the same rate x capacity /
+    average output tokens/s served (burst headroom, whole copies and the average load leave GPUs idle)."""
+    sc = scenario.parse('''
+        name = "issue 19's deployment"
+        [workload]
+        kind = "serve"
+        model = "Llama 3.1 70B"
+        precision = "fp8"
+        requests_per_minute = 1000
+        output_tokens_per_request = 200
+        prompt_tokens_per_request = 1000
+        [candidates]
+        gpus = ["H100"]
+        pricing = ["cloud"]
+        [prices]
+        "H100" = { usd_per_gpu_hour = 3.20 }
+        ''')
+    row = next(r for r in sweep.options(sc) if r.ok)
+    full_use = udfs.call("COST_PER_1M_OUTPUT_TOKENS", 3.2, "Llama 3.1 70B", "H100", "fp8", 1000, 200,
+                         row.gpus_per_copy)
+    served = sc.requests_per_minute / 60 * sc.output_tokens_per_request * sc.ownership.utilization
+    assert row.cost_per_1m == pytest.approx(full_use * row.capacity_tps / served, rel=1e-9)
+    assert row.cost_per_1m > full_use / sc.ownership.utilization      # headroom and whole copies on top

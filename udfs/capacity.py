@@ -253,6 +253,7 @@ class ServingPoint:
     ttft_ms: float             # time to first token for a request arriving at this load
     limited_by: str            # "KV cache", "engine batch cap", "TPOT target", "TTFT target", "batch given"
     engine: str
+    prefill_share: float = 0.0  # share of the copy's GPU time spent prefilling prompts (the rest decodes)
 
 
 def _tpot_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
@@ -311,7 +312,9 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16", p
         if latency(*args, batch) * 1000 > target:
             batch, limited = _largest(batch, lambda b: latency(*args, b) * 1000 <= target), f"{what} target"
     tpot = _tpot_s(*args, batch)
-    return ServingPoint(batch, batch / tpot, tpot * 1000, _ttft_s(*args, batch) * 1000, limited, eng.name)
+    prefill = batch * prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng) / output_tokens
+    return ServingPoint(batch, batch / tpot, tpot * 1000, _ttft_s(*args, batch) * 1000, limited, eng.name,
+                        prefill / tpot)
 
 
 # ---------------------------------------------------------------------------- traffic

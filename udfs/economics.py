@@ -83,9 +83,44 @@ def breakeven_months(hardware_cost_usd: float, cloud_usd_per_gpu_hour: float, ut
     return hardware_cost_usd / saving
 
 
+# ---------------------------------------------------------------- cost per token: the definitions
+# Every $ per 1M tokens in Flopsheet (the worksheet functions, the picker, the report, the workbooks)
+# is one of the three below; docs/cost-model.md, "Cost per token", says which to quote.
+
 def cost_per_1m_tokens(usd_per_hour: float, tokens_per_sec: float) -> float:
-    """$ per million tokens when `usd_per_hour` buys `tokens_per_sec`."""
+    """$ per million tokens when `usd_per_hour` buys `tokens_per_sec`: the arithmetic under all three."""
     return usd_per_hour / (tokens_per_sec * 3600) * 1e6
+
+
+def cost_per_1m_output_tokens(usd_per_gpu_hour: float, n_gpus: float, output_tokens_per_sec: float) -> float:
+    """Cost per 1M output tokens = usd_per_gpu_hour x n_gpus / (output tokens/s x 3,600) x 1e6: what
+    the GPUs cost an hour over the output tokens they deliver in it. Every GPU-second is charged to
+    the output tokens, the prompts' prefill included: at the serving operating point
+    (capacity.serving_point) the throughput already pays for the prefills, so this is the all-in
+    cost of a generated token (a request costs this x its output tokens). With the copy's capacity
+    it is COST_PER_1M_OUTPUT_TOKENS (full use); with the tokens actually served (the report: the
+    average traffic) the idle hours are in it too."""
+    return cost_per_1m_tokens(usd_per_gpu_hour * n_gpus, output_tokens_per_sec)
+
+
+def cost_per_1m_input_tokens(usd_per_gpu_hour: float, n_gpus: float, output_tokens_per_sec: float,
+                             prompt_tokens: float, output_tokens: float, prefill_share: float) -> float:
+    """Cost per 1M input tokens = the prefill's share of a request's cost / its prompt tokens x 1e6,
+    where a request costs cost_per_1m_output_tokens x output_tokens / 1e6 and `prefill_share` is
+    the share of the GPUs' time spent on prefill at that operating point. It is part of the output
+    figure, not extra: what a longer prompt adds, not a second charge."""
+    request = cost_per_1m_output_tokens(usd_per_gpu_hour, n_gpus, output_tokens_per_sec) * output_tokens / 1e6
+    return request * prefill_share / prompt_tokens * 1e6
+
+
+def blended_cost_per_1m_tokens(usd_per_gpu_hour: float, n_gpus: float, output_tokens_per_sec: float,
+                               prompt_tokens: float, output_tokens: float) -> float:
+    """Cost per 1M tokens, input and output together = a request's cost / (prompt + output tokens)
+    x 1e6. The figure to set against an API price list, which prices input and output apart: the
+    API's price for the same mix is (input price x prompt + output price x output) / (prompt +
+    output)."""
+    output = cost_per_1m_output_tokens(usd_per_gpu_hour, n_gpus, output_tokens_per_sec)
+    return output * output_tokens / (prompt_tokens + output_tokens)
 
 
 def api_monthly_cost(tokens_per_month: float, input_share: float, usd_per_1m_input_tokens: float, usd_per_1m_output_tokens: float) -> float:

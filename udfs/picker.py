@@ -182,7 +182,7 @@ def _serving_option(gpu, model, precision, shape: ServingShape, traffic, min_tps
     if rate is None:
         return _fail(option, Status.NO_PRICE, basis=basis)
     served = traffic or option.tokens_per_sec
-    option.cost = economics.cost_per_1m_tokens(rate[0] * option.count, served)
+    option.cost = economics.cost_per_1m_output_tokens(rate[0], option.count, served)
     if not math.isfinite(option.cost):   # e.g. 1e-320 tokens/s: the GPU idles, $/token is unbounded
         raise num_error(f"tokens_or_traffic ({served:.3g} tokens/s) is too small to price per token")
     return option
@@ -279,7 +279,7 @@ def whole_systems(opt: Option, gpu: Gpu, rate, traffic) -> None:
         demand = traffic or opt.tokens_per_sec       # no traffic given: what the copies sized were for
         opt.tokens_per_sec *= bought / opt.count
         if rate and opt.cost is not None:            # the whole systems are paid for, the demand served
-            opt.cost = economics.cost_per_1m_tokens(rate[0] * bought, demand)
+            opt.cost = economics.cost_per_1m_output_tokens(rate[0], bought, demand)
     opt.count = bought
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from . import catalog, picker
+from . import catalog, economics, picker
 from .economics import HOURS_PER_MONTH
 from .reasons import Reason, Status
 from .scenario import Scenario
@@ -269,9 +269,19 @@ def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: floa
             _price(sc, r, money(sc, gpu, basis, price_scale), c, price_scale)
             r.total_cost = r.monthly_cost
             r.rented_hours = c * HOURS_PER_MONTH if basis == "cloud" else None
-            r.cost_per_1m = r.monthly_cost / (sc.tokens_per_month * work_scale) * 1e6
+            r.cost_per_1m = served_cost_per_1m(r.monthly_cost, c, sc.tokens_per_month * work_scale)
         out.append(r)
     return out
+
+
+def served_cost_per_1m(monthly_cost: float, count: int, tokens_per_month: float) -> float:
+    """$ per 1M output tokens served: economics.cost_per_1m_output_tokens with the GPUs' cost an hour
+    (the month's cost / 730: rent for every hour, or the owned cash month) over the output tokens/s
+    actually served on average (a month's tokens / 730 h). Against COST_PER_1M_OUTPUT_TOKENS (the copy
+    at full use) it is higher by capacity / average traffic: the burst headroom, whole copies and the
+    average load (the utilization) all leave GPU-hours idle."""
+    return economics.cost_per_1m_output_tokens(monthly_cost / (count * HOURS_PER_MONTH), count,
+                                               tokens_per_month / (HOURS_PER_MONTH * 3600))
 
 
 def sort_rows(sc: Scenario, rows: list[Row]) -> list[Row]:

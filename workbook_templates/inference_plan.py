@@ -174,13 +174,11 @@ def build(path, inputs: dict | None = None) -> Book:
                            "Owned" if min(get(cm_), get(om), get(am)) == get(om) else "API"),
               key=True, label="Cheapest")
     # architecture-aware costs per input/output token exist as worksheet functions only
-    for fn, label, extra in (("COST_PER_1M_INPUT_TOKENS", "Cloud $ per 1M input tokens (architecture-aware)",
-                              {"prompt_tokens": tin}),
-                             ("COST_PER_1M_OUTPUT_TOKENS", "Cloud $ per 1M output tokens (architecture-aware)",
-                              {"context": Expr(lambda s: f"{tin.ref(s)}+{tout.ref(s)}", lambda get: 0)})):
+    for fn, label in (("COST_PER_1M_INPUT_TOKENS", "Cloud $ per 1M input tokens (architecture-aware)"),
+                      ("COST_PER_1M_OUTPUT_TOKENS", "Cloud $ per 1M output tokens (architecture-aware)")):
         book.addin_only(label, fn, {"usd_per_gpu_hour": inp["IP_CloudRate"], "model": inp["IP_Model"], "gpu": gpu,
-                                    "precision": inp["IP_Precision"], "batch": inp["IP_Batch"], **extra},
-                        '"$"#,##0.0000')
+                                    "precision": inp["IP_Precision"], "prompt_tokens": tin, "output_tokens": tout,
+                                    "batch": inp["IP_Batch"]}, '"$"#,##0.0000')
     # the serving-capacity model (continuous batching, latency target, engine) has no native formula
     lat_in = inp["IP_Latency"]
     tpot = Expr(lambda s: f"{lat_in.ref(s)}*1000/{tout.ref(s)}", lambda get: 0)

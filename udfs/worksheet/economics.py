@@ -1,12 +1,13 @@
-"""Ownership economics, cloud-vs-own and API-vs-self-host break-evens, and serving cost
-split into input (prefill) and output (decode) tokens."""
+"""Ownership economics, cloud-vs-own and API-vs-self-host break-evens, and the serving cost per
+token (output, input, blended: defined once in udfs/economics.py, at SERVING_THROUGHPUT's point)."""
 
 from dataclasses import replace
 
 from .. import capacity, economics
 from ..registry import Arg, worksheet
-from .common import (BATCH, CLOUD_USD_PER_GPU_HOUR, CONTEXT, ENGINE, GPU, HARDWARE_COST_USD, LIFETIME_YEARS, MODEL, N_GPUS,
-                     POWER_W, PRECISION, PROMPT, USD_PER_GPU_HOUR, USD_PER_KWH, UTILIZATION, positive)
+from .common import (BATCH, CLOUD_USD_PER_GPU_HOUR, HARDWARE_COST_USD, LIFETIME_YEARS, POWER_W, USD_PER_GPU_HOUR,
+                     USD_PER_KWH, UTILIZATION, positive)
+from .serving import SERVING_ARGS
 
 PUE = Arg("pue", "number", "Facility power usage effectiveness (1 = no overhead; data centres average ~1.5)", "x",
           default=1.0, min=1)
@@ -121,49 +122,58 @@ def cloud_cost(usd_per_gpu_hour, years, utilization):
     return economics.cloud_cost(usd_per_gpu_hour, years, utilization)
 
 
-# --- serving cost per token, split by phase ----------------------------------------------
-GPU_HOUR_PRICE = replace(USD_PER_GPU_HOUR, help="Price of one GPU-hour, owned (OWNED_COST_PER_GPU_HOUR) or cloud")
-INPUT_SHARE = Arg("input_share", "number", "Share of tokens that are input (3:1 input:output = 0.75)", "fraction",
-                  default=0.75, min=0, max=1)
+# --- serving cost per token: the definitions in udfs/economics.py, at SERVING_THROUGHPUT's point ---
+GPU_HOUR_PRICE = replace(USD_PER_GPU_HOUR, help="Price of one GPU-hour, owned (OWNED_COST_PER_GPU_HOUR, "
+                         "DATACENTER_COST_PER_GPU_HOUR) or cloud")
+BATCH_AUTO = replace(BATCH, default="", help="Sequences each copy serves at once; blank: SERVING_THROUGHPUT's "
+                     "operating point (the largest batch that fits and meets max_tpot_ms)")
+TOKEN_COST_ARGS = [GPU_HOUR_PRICE] + SERVING_ARGS + [BATCH_AUTO]
+AT_POINT = ("at SERVING_THROUGHPUT's operating point for the same inputs (or at the batch given), which pays "
+            "for the prompts' prefill in the same GPU-seconds")
+TOKEN_EXAMPLE = (3.2, "Llama 3.1 70B", "H100", "fp8", 1000, 200)
 
 
-def _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus, engine):
-    seconds = capacity.prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus, engine or None)
-    rate = prompt_tokens * batch / seconds
-    return economics.cost_per_1m_tokens(usd_per_gpu_hour * n_gpus, rate)
+def _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision, batch):
+    return capacity.serving_point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms or None,
+                                  engine or None, kv_precision or None, None, int(batch) if batch else None)
 
 
-def _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus, engine):
-    step = capacity.decode_step(model, gpu, precision, batch, context, n_gpus, None, engine or None)
-    rate = batch / step.total
-    return economics.cost_per_1m_tokens(usd_per_gpu_hour * n_gpus, rate)
+@worksheet("COST_PER_1M_OUTPUT_TOKENS", "Cost per million output tokens, all-in: usd_per_gpu_hour x n_gpus / "
+           f"(output tokens/s x 3,600) x 1e6, {AT_POINT}; equals that over SERVING_THROUGHPUT. A request costs this "
+           "x its output tokens. At full use: a month's cost per token served adds the idle hours (see "
+           "docs/cost-model.md, Cost per token).", "$ per 1M output tokens", "Economics", TOKEN_COST_ARGS,
+           examples=[(TOKEN_EXAMPLE, 1.1532)])
+def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tokens, output_tokens, n_gpus,
+                              max_tpot_ms, engine, kv_precision, batch):
+    point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision,
+                   batch)
+    return economics.cost_per_1m_output_tokens(usd_per_gpu_hour, n_gpus, point.tokens_per_sec)
 
 
-@worksheet("COST_PER_1M_INPUT_TOKENS", "Cost per million input (prompt) tokens: GPU-hour price x GPUs / prefill "
-           "tokens per hour.", "$ per 1M input tokens", "Economics",
-           [GPU_HOUR_PRICE, MODEL, GPU, PRECISION, BATCH, PROMPT, N_GPUS, ENGINE],
-           examples=[((2.0, "Llama 2 7B", "H100", "fp16", 1, 2048), 0.011127)])
-def cost_per_1m_input_tokens(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus, engine):
-    return _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus, engine)
+@worksheet("COST_PER_1M_INPUT_TOKENS", "Cost per million input (prompt) tokens: the prefill's share of a request's "
+           f"cost / its prompt tokens, {AT_POINT}. Part of COST_PER_1M_OUTPUT_TOKENS (which charges the whole "
+           "request to its output tokens), not an extra charge: what a longer prompt adds.",
+           "$ per 1M input tokens", "Economics", TOKEN_COST_ARGS,
+           examples=[(TOKEN_EXAMPLE, 0.14006)])
+def cost_per_1m_input_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tokens, output_tokens, n_gpus,
+                             max_tpot_ms, engine, kv_precision, batch):
+    point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision,
+                   batch)
+    return economics.cost_per_1m_input_tokens(usd_per_gpu_hour, n_gpus, point.tokens_per_sec, prompt_tokens,
+                                              output_tokens, point.prefill_share)
 
 
-@worksheet("COST_PER_1M_OUTPUT_TOKENS", "Cost per million output (generated) tokens: GPU-hour price x GPUs / decode "
-           "tokens per hour at the batch.", "$ per 1M output tokens", "Economics",
-           [GPU_HOUR_PRICE, MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS, ENGINE],
-           examples=[((2.0, "Llama 2 7B", "H100", "fp16", 1, 1024), 3.0507)])
-def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus, engine):
-    return _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus, engine)
-
-
-@worksheet("BLENDED_COST_PER_1M_TOKENS", "Cost per million tokens for a mix of input and output tokens: "
-           "input_share x input cost + (1 - input_share) x output cost.", "$ per 1M tokens", "Economics",
-           [GPU_HOUR_PRICE, MODEL, GPU, INPUT_SHARE, PRECISION, BATCH, PROMPT, CONTEXT, N_GPUS, ENGINE],
-           examples=[((2.0, "Llama 2 7B", "H100", 0.75, "fp16", 1, 2048, 1024), 0.77101)])
-def blended_cost_per_1m_tokens(usd_per_gpu_hour, model, gpu, input_share, precision, batch, prompt_tokens, context,
-                               n_gpus, engine):
-    cost_in = _input_cost(usd_per_gpu_hour, model, gpu, precision, batch, prompt_tokens, n_gpus, engine)
-    cost_out = _output_cost(usd_per_gpu_hour, model, gpu, precision, batch, context, n_gpus, engine)
-    return input_share * cost_in + (1 - input_share) * cost_out
+@worksheet("BLENDED_COST_PER_1M_TOKENS", "Cost per million tokens, input and output together: a request's cost / "
+           f"(prompt_tokens + output_tokens), {AT_POINT}. The figure to compare with an API price list: the API's "
+           "price for the same mix is (input price x prompt_tokens + output price x output_tokens) / (prompt_tokens "
+           "+ output_tokens).", "$ per 1M tokens", "Economics", TOKEN_COST_ARGS,
+           examples=[(TOKEN_EXAMPLE, 0.19219)])
+def blended_cost_per_1m_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tokens, output_tokens, n_gpus,
+                               max_tpot_ms, engine, kv_precision, batch):
+    point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision,
+                   batch)
+    return economics.blended_cost_per_1m_tokens(usd_per_gpu_hour, n_gpus, point.tokens_per_sec, prompt_tokens,
+                                                output_tokens)
 
 
 @worksheet("API_MONTHLY_COST", "Monthly bill of a token-priced API for a token volume and input/output mix.",
