@@ -23,9 +23,9 @@ from typing import Literal
 import xlwings
 from xlwings import arg, func
 
-from udfs import registry
+from udfs.api import registry
 from udfs.errors import FlopsheetError, clip
-from udfs.table import Table
+from udfs.api.table import Table
 
 from .spec import arg_doc, docstring, python_optional, registry_functions
 
@@ -140,7 +140,7 @@ def _annotation(a):
     choices = a.choices
     if not choices and a.type == "precision":
         try:  # the precision catalog is a closed vocabulary too (aliases still accepted)
-            from udfs import catalog
+            from udfs.catalogs import catalog
             choices = tuple(p.name for p in catalog.precisions())
         except Exception:  # catalog not there yet: a plain text argument
             choices = ()

@@ -3,7 +3,7 @@
 Standard library and the engine only, so tests and tools can use it without xlwings.
 """
 
-from udfs import registry
+from udfs.api import registry
 
 
 def registry_functions() -> dict:

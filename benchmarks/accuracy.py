@@ -39,8 +39,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))   # run as a script from a checkout
 
-from udfs import calibration as cal  # noqa: E402
-from udfs import catalog, serving, training  # noqa: E402
+from udfs.physics import calibration as cal  # noqa: E402
+from udfs.catalogs import catalog
+from udfs.physics import serving, training  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 from udfs.units import GIB  # noqa: E402
 
@@ -62,7 +63,7 @@ BOOLEAN_METRICS = ("fit",)
 MODEL_ALIASES = {"LLaMA 70B": "Llama 2 70B"}
 HF_LOSS_BYTES_PER_LOGIT = 16      # see hf_qlora_gib
 QLORA_FIT_TOKENS = 512            # shortest practical training sequence for fit checks
-# The rule that chose DEFAULT_MFU from the reported MFU rows (udfs/calibration.py): their median
+# The rule that chose DEFAULT_MFU from the reported MFU rows (udfs/physics/calibration.py): their median
 # steady-state MFU times ~90% goodput (Llama 3 paper: >90% effective training time).
 GOODPUT = 0.90
 

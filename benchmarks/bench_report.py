@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from udfs import catalog  # noqa: E402
-from udfs import report_model, scenario  # noqa: E402
+from udfs.catalogs import catalog  # noqa: E402
+from udfs.planning import report_model, scenario  # noqa: E402
 from workbook_templates import report  # noqa: E402
 from workbook_templates.common import atomic_save  # noqa: E402
 

@@ -36,7 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from udfs import capacity, catalog, engines  # noqa: E402
+from udfs.physics import capacity
+from udfs.catalogs import catalog, engines  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 
 from benchmarks.accuracy import find_gpu, find_model, find_precision, number  # noqa: E402  (row matching)

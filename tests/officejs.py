@@ -3,9 +3,9 @@ Server tests and the xlwings Lite (Pyodide) tests: the engine's own answer, and 
 that knows how xlwings writes numbers, blanks and error cells."""
 
 
-from udfs import registry
+from udfs.api import registry
 from udfs.errors import FlopsheetError
-from udfs.table import Table
+from udfs.api.table import Table
 
 from .numeric import same_number
 

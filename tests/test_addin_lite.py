@@ -49,7 +49,7 @@ def test_wheel_is_pure_python_with_the_catalogs(lite_dir):
     wheels = list(lite_dir.glob("flopsheet-*.whl"))
     assert len(wheels) == 1 and wheels[0].name.endswith("-py3-none-any.whl")
     names = zipfile.ZipFile(wheels[0]).namelist()
-    assert "addin/functions.py" in names and "udfs/registry.py" in names
+    assert "addin/functions.py" in names and "udfs/api/registry.py" in names
     assert any(n.startswith("udfs/data/") and n.endswith(".csv") for n in names)
     assert not any(n.endswith((".so", ".pyd", ".dll")) for n in names)
 

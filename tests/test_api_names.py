@@ -9,8 +9,8 @@ import sys
 import pytest
 
 import udfs
-from udfs.catalog import Gpu, Model, Precision
-from udfs.registry import ARG_TYPES, Arg
+from udfs.catalogs.catalog import Gpu, Model, Precision
+from udfs.api.registry import ARG_TYPES, Arg
 
 # names the table replaces (worksheet-api.md "not" column), and the names it keeps instead
 RETIRED = {"num_gpus", "gpu_count", "batch_size", "context_tokens", "input_tokens", "input_len", "dtype", "framework",
@@ -81,7 +81,7 @@ def test_arguments_are_parsed_once_into_catalog_rows():
     """What the engine receives: catalog rows for precision/gpu/model, a number or a row for the
     `..._or_...` arguments."""
     def spy(fn_name, **kw):
-        return {a.name: udfs.registry.coerce_arg(a, kw.get(a.name)) for a in udfs.get(fn_name).args}
+        return {a.name: udfs.api.registry.coerce_arg(a, kw.get(a.name)) for a in udfs.get(fn_name).args}
 
     v = spy("DECODE_TOKENS_PER_SEC", model="Llama 2 7B", gpu="H100", precision="FP-16")
     assert isinstance(v["precision"], Precision) and v["precision"].name == "fp16"

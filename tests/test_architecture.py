@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import udfs
-from udfs import arch, capacity, catalog, serving, training
+from udfs.physics import arch, capacity, serving, training
+from udfs.catalogs import catalog
 
 
 # ------------------------------------------------------------------ parameter counts

@@ -4,7 +4,9 @@ KV cache that follows each model's attention layout."""
 
 import pytest
 
-from udfs import arch, catalog, registry
+from udfs.physics import arch
+from udfs.catalogs import catalog
+from udfs.api import registry
 from udfs.errors import FlopsheetError
 
 LLAMA3_8B_SPEC = registry.call("MODEL_DEFINE", 32, 4096, 32, 8, 14336, 128256)

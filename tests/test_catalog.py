@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from udfs import catalog
+from udfs.catalogs import catalog
 
 DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 TABLES = {"gpus": catalog.gpus, "cloud": catalog.cloud_prices, "models": catalog.models,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from udfs import catalog, hf_config
+from udfs.catalogs import catalog, hf_config
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"

@@ -4,7 +4,7 @@ the reason, so a newly filled figure or a newly blank one fails a test."""
 import pytest
 
 import udfs
-from udfs import catalog
+from udfs.catalogs import catalog
 
 # GPUs with no published dense 16-bit tensor figure, and why (see each row's note).
 NO_16BIT_FIGURE = {

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 
-from udfs import catalog
+from udfs.catalogs import catalog
 from workbook_templates.catalog_sheets import cheapest
 
 DISCOUNTS = ("spot", "capacity-block", "reserved-1yr", "reserved-3yr", "community")

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks import accuracy
-from udfs import cli, docs, registry
+from udfs import cli
+from udfs.api import docs, registry
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -59,7 +60,7 @@ def flopsheet_calls(text: str) -> list[list[str]]:
 
 def test_function_reference_is_generated_from_the_registry():
     page = (ROOT / "docs" / "functions.md").read_text(encoding="utf-8")
-    assert page == docs.reference(), "docs/functions.md is stale: run `python -m udfs.docs > docs/functions.md`"
+    assert page == docs.reference(), "docs/functions.md is stale: run `python -m udfs.api.docs > docs/functions.md`"
     for name in registry.functions():
         assert f"\n### {name}\n" in page
 

@@ -7,9 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import udfs
-from udfs import economics, picker
-from udfs import reasons
-from udfs.reasons import Status
+from udfs.physics import economics
+from udfs.planning import picker
+from udfs.planning import reasons
+from udfs.planning.reasons import Status
 
 
 def test_q6_cloud_vs_own():
@@ -75,31 +76,31 @@ def test_api_cost_between_its_prices(share, p_in, p_out):
 
 # --- the lesson's rules of thumb, emerging from the numbers ------------------------------------
 def test_batch1_7b_serving_cheapest_on_a_consumer_card_when_any_tier_is_allowed():
-    best = picker.recommend("serve", udfs.catalog.model("Llama 2 7B"), "fp16", "cost", None, None, None, 1, tiers="any")
-    assert udfs.catalog.gpu(best.gpu).tier == "consumer"
-    ranked = picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16", "cost", None, None, None, 1, tiers="any")
+    best = picker.recommend("serve", udfs.catalogs.catalog.model("Llama 2 7B"), "fp16", "cost", None, None, None, 1, tiers="any")
+    assert udfs.catalogs.catalog.gpu(best.gpu).tier == "consumer"
+    ranked = picker.rank("serve", udfs.catalogs.catalog.model("Llama 2 7B"), "fp16", "cost", None, None, None, 1, tiers="any")
     h100 = next(o for o in ranked if o.gpu == "H100 SXM 80GB")
     # all-in systems, colocation and power narrow the lesson's card-price gap (over 3x) to about 2.5x
     assert h100.cost > 2 * ranked[0].cost
-    assert udfs.catalog.gpu(udfs.call("GPU_RECOMMEND", "serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0,
+    assert udfs.catalogs.catalog.gpu(udfs.call("GPU_RECOMMEND", "serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0,
                                       "gpu", 1024, 256, "", "any")).tier == "consumer"
 
 
 def test_deployable_by_default():
     for batch in ("", 1):                # the largest batch that fits, and the lesson's batch 1
         gpu = udfs.call("GPU_RECOMMEND", "serve", "Llama 2 7B", "fp16", "cost", "", "", "", batch, "auto", 0, "gpu")
-        assert udfs.catalog.gpu(gpu).tier == "datacenter"
+        assert udfs.catalogs.catalog.gpu(gpu).tier == "datacenter"
         # "any" admits consumer cards: ranked and ok, where the default excludes them
-        anyone = picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16", "cost", None, None, None, batch or None,
+        anyone = picker.rank("serve", udfs.catalogs.catalog.model("Llama 2 7B"), "fp16", "cost", None, None, None, batch or None,
                              tiers="any")
-        assert any(o.ok and udfs.catalog.gpu(o.gpu).tier == "consumer" for o in anyone)
+        assert any(o.ok and udfs.catalogs.catalog.gpu(o.gpu).tier == "consumer" for o in anyone)
     assert " x " in udfs.call("GPU_RECOMMEND", "serve", "Llama 2 7B", "fp16")
-    ranked = {o.gpu: o for o in picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16")}
+    ranked = {o.gpu: o for o in picker.rank("serve", udfs.catalogs.catalog.model("Llama 2 7B"), "fp16")}
     assert ranked["RTX 3090 24GB"].status is Status.NOT_LICENSED
     assert "GeForce driver licence" in ranked["RTX 3090 24GB"].reason.text()
     assert ranked["RTX 6000 Ada 48GB"].status is Status.TIER_EXCLUDED
     assert "NVLink" in ranked["RTX 6000 Ada 48GB"].reason.text()
-    both = {o.gpu: o for o in picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16",
+    both = {o.gpu: o for o in picker.rank("serve", udfs.catalogs.catalog.model("Llama 2 7B"), "fp16",
                                            tiers="datacenter, workstation")}
     assert both["RTX 6000 Ada 48GB"].ok and both["RTX 3090 24GB"].status is Status.NOT_LICENSED
     with pytest.raises(udfs.FlopsheetError, match="unknown tier"):
@@ -132,7 +133,7 @@ def test_owned_monthly_cash_ignores_utilization_cost_per_hour_does_not(u1, u2, p
 
 
 def test_catalog_prices_carry_kind_and_date_and_system_covers_the_card():
-    for g in udfs.catalog.gpus():
+    for g in udfs.catalogs.catalog.gpus():
         if g.price_usd:
             assert g.price_kind and g.price_source
             assert g.system_price_usd and g.system_price_usd >= g.price_usd
@@ -144,27 +145,27 @@ def test_catalog_prices_carry_kind_and_date_and_system_covers_the_card():
 
 
 def test_70b_pretraining_on_a_hopper_class_gpu():
-    best = picker.recommend("train", udfs.catalog.model("Llama 2 70B"), "bf16", "cost", None, None, 2e12)
-    assert udfs.catalog.gpu(best.gpu).family in ("H100", "H200", "B200", "GB200", "B300")
-    ranked = {o.gpu: o for o in picker.rank("train", udfs.catalog.model("Llama 2 70B"), "bf16", "cost", None, None, 2e12)}
+    best = picker.recommend("train", udfs.catalogs.catalog.model("Llama 2 70B"), "bf16", "cost", None, None, 2e12)
+    assert udfs.catalogs.catalog.gpu(best.gpu).family in ("H100", "H200", "B200", "GB200", "B300")
+    ranked = {o.gpu: o for o in picker.rank("train", udfs.catalogs.catalog.model("Llama 2 70B"), "bf16", "cost", None, None, 2e12)}
     assert ranked["L40S 48GB"].status is Status.NEEDS_NVLINK and "NVLink" in ranked["L40S 48GB"].reason.text()
 
 
 def test_70b_int4_fits_one_80gb_gpu():
     assert udfs.call("FITS", "Llama 2 70B", "A100 80GB", "int4", 1, 4096) is True
     assert udfs.call("FITS", "Llama 2 70B", "A100 80GB", "fp16", 1, 4096) is False
-    ranked = {o.gpu: o for o in picker.rank("serve", udfs.catalog.model("Llama 2 70B"), "int4")}
+    ranked = {o.gpu: o for o in picker.rank("serve", udfs.catalogs.catalog.model("Llama 2 70B"), "int4")}
     # one copy on one GPU (owned, it is bought as a whole 8-GPU HGX board: 8 copies)
     assert ranked["A100 SXM 80GB"].gpus_per_copy == 1 and ranked["RTX 4090 24GB"].gpus_per_copy > 1
 
 
 def test_reasons_for_failing():
-    ranked = picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16", "cost", 1.0)
+    ranked = picker.rank("serve", udfs.catalogs.catalog.model("Llama 2 7B"), "fp16", "cost", 1.0)
     assert any(o.status is Status.OVER_BUDGET for o in ranked)
-    ranked = picker.rank("serve", udfs.catalog.model("Llama 2 7B"), "fp16", min_tokens_per_sec=120)
+    ranked = picker.rank("serve", udfs.catalogs.catalog.model("Llama 2 7B"), "fp16", min_tokens_per_sec=120)
     assert any(o.status is Status.TOO_SLOW for o in ranked)
     assert all(o.per_request_tps >= 120 * (1 - 1e-9) for o in ranked if o.ok)
-    ranked = picker.rank("train", udfs.catalog.model("Llama 2 70B"), "bf16", "cost", None, 1, 2e12)
+    ranked = picker.rank("train", udfs.catalogs.catalog.model("Llama 2 70B"), "bf16", "cost", None, 1, 2e12)
     assert any(o.status is Status.MISSES_DEADLINE for o in ranked) or all(o.days <= 1 for o in ranked if o.ok)
 
 
@@ -183,7 +184,7 @@ def test_verdicts_are_data_and_render_from_one_table():
              ("qlora", "Llama 2 7B", "fp8", "time")]
     seen = set()
     for workload, model, *rest in cases:
-        for o in picker.rank(workload, udfs.catalog.model(model), *rest):
+        for o in picker.rank(workload, udfs.catalogs.catalog.model(model), *rest):
             assert o.ok == (o.status is Status.OK) and o.reason.text()      # every verdict has a template
             seen.add(o.status)
     assert {Status.OK, Status.NO_FIT, Status.NEEDS_NVLINK, Status.OVER_BUDGET} <= seen

@@ -4,7 +4,7 @@ expected figures are hand-checked (written down from arithmetic, not from the co
 import pytest
 
 import udfs
-from udfs.table import Table
+from udfs.api.table import Table
 
 from .numeric import matches_shown
 

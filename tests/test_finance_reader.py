@@ -181,7 +181,7 @@ def test_cloud_vs_own_horizon_follows_the_lifetime(tmp_path, years):
 
 
 def test_gpus_with_a_price_chart_lists_only_gpus_with_a_price(tmp_path):
-    from udfs import catalog
+    from udfs.catalogs import catalog
     path = tmp_path / "gc.xlsx"
     wt.build("gpu_comparison", path)
     ws = openpyxl.load_workbook(path)["Comparison"]

@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from udfs import registry
+from udfs.api import registry
 from udfs.errors import EXCEL_ERRORS, FlopsheetError
 
 FUNCTIONS = list(registry.functions().values())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from udfs import hf_config
+from udfs.catalogs import hf_config
 from udfs.errors import FlopsheetError
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from udfs import registry
+from udfs.api import registry
 from udfs.cli import main as cli_main
 from udfs.errors import FlopsheetError
-from udfs.safe_write import WriteError, safe_write
+from udfs.cli.safe_write import WriteError, safe_write
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVE_8B = (ROOT / "examples" / "serve-8b.toml").read_text()

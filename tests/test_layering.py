@@ -16,9 +16,9 @@ from udfs.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[1]
 FRONT_ENDS = {"addin", "workbook_templates"}
-ENGINE_COMMANDS = {"udfs.catalog_cli"}      # standard-library commands of the engine, plugged in the same way
+ENGINE_COMMANDS = {"udfs.cli.catalog_cli"}      # standard-library commands of the engine, plugged in the same way
 # pandas only where a table is handed to a caller who wants a DataFrame (imported inside to_frame)
-PANDAS_ALLOWED = {"udfs/table.py"}
+PANDAS_ALLOWED = {"udfs/api/table.py"}
 
 
 def imported_packages(path: Path, package: str | None = None) -> set[str]:

@@ -7,7 +7,7 @@ import math
 import pytest
 
 import udfs
-from udfs import lesson
+from udfs.physics import lesson
 
 
 
@@ -87,8 +87,8 @@ def test_breakeven_q6():
 
 
 def test_kv_cache_70b():
-    model = udfs.catalog.model("Llama 2 70B")
-    assert udfs.arch.kv_bytes_per_token(model, "fp16") == 327_680
+    model = udfs.catalogs.catalog.model("Llama 2 70B")
+    assert udfs.physics.arch.kv_bytes_per_token(model, "fp16") == 327_680
     assert round(udfs.call("KV_CACHE_GB", "Llama 2 70B", 4096, 32, "fp16", "GB"), 1) == 42.9
     assert round(udfs.call("KV_CACHE_GB", "Llama 2 70B", 8192, 32, "fp16", "GB"), 1) == 85.9
 

@@ -4,7 +4,9 @@ function (catalog.gpu_price) wherever it is shown."""
 import pytest
 
 import udfs
-from udfs import capacity, catalog, scenario, sweep
+from udfs.physics import capacity
+from udfs.catalogs import catalog
+from udfs.planning import scenario, sweep
 
 BASIS_FIELD = {"card": "price_usd", "system": "system_price_usd", "lesson": "lesson_price_usd"}
 

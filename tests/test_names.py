@@ -2,7 +2,7 @@
 
 import pytest
 
-from udfs import catalog
+from udfs.catalogs import catalog
 from udfs.errors import FlopsheetError
 
 

@@ -83,7 +83,7 @@ def test_cli_calc_accepts_finance_numbers(capsys):
 
 
 def test_scenario_files_accept_finance_numbers():
-    from udfs import scenario
+    from udfs.planning import scenario
     base = """name = "x"
 [workload]
 kind = "serve"

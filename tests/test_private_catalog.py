@@ -3,7 +3,7 @@ and bad rows reported with file, line and column."""
 
 import pytest
 
-from udfs import private_catalog as pc
+from udfs.catalogs import private_catalog as pc
 
 COLUMNS = {"name": "str", "aliases": "tuple[str, ...]", "memory_gb": "float | None", "bandwidth_tbs": "float | None",
            "price_usd": "float | None", "as_of": "str", "launch_year": "int | None"}

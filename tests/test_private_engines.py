@@ -4,7 +4,8 @@ row is refused with file, line and column."""
 
 import pytest
 
-from udfs import catalog, registry
+from udfs.catalogs import catalog
+from udfs.api import registry
 from udfs.errors import FlopsheetError
 
 ENGINE_COLUMNS = ("name,aliases,multi_gpu,memory_rule,memory_fraction,activation_reserve_gib,kv_reservation,"

@@ -4,7 +4,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import udfs
-from udfs.lesson import OPTIMIZERS
+from udfs.physics.lesson import OPTIMIZERS
 
 params = st.floats(min_value=1e6, max_value=2e12)
 precisions = st.sampled_from(["fp32", "fp16", "bf16", "fp8", "int8", "int4"])

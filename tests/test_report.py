@@ -15,9 +15,11 @@ import openpyxl
 import pytest
 
 import udfs
-from udfs import catalog, lesson, picker, report_model, scenario
+from udfs.catalogs import catalog
+from udfs.physics import lesson
+from udfs.planning import picker, report_model, scenario
 from udfs.cli import main as cli_main
-from udfs.reasons import Status
+from udfs.planning.reasons import Status
 from workbook_templates import report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +49,7 @@ def _summary_values(ws) -> dict:
 
 
 def _engine_best(sc: scenario.Scenario):
-    """The recommendation recomputed here from the picker and udfs.economics, independently of
+    """The recommendation recomputed here from the picker and udfs.physics.economics, independently of
     report_model: every candidate priced at the scenario's rates, cheapest OK option."""
     model = sc.model                     # a catalog Model or a parameter count, as the picker takes
     names = None if sc.gpus is None else set(sc.gpus)

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from udfs import capacity, catalog, hf_config, registry, resolve
+from udfs.physics import capacity
+from udfs.catalogs import catalog, hf_config, resolve
+from udfs.api import registry
 from udfs.errors import FlopsheetError
 
 ROOT = Path(__file__).resolve().parents[1]

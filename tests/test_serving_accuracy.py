@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import serving_accuracy as acc  # noqa: E402
-from udfs import catalog, engines  # noqa: E402
+from udfs.catalogs import catalog, engines  # noqa: E402
 
 DIRECTORY = acc.default_dir()
 pytestmark = pytest.mark.skipif(not (DIRECTORY / "inference_measured.csv").exists(),

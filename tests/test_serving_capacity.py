@@ -1,4 +1,4 @@
-"""Serving capacity (udfs/capacity.py) and engine profiles (udfs/engines.py)."""
+"""Serving capacity (udfs/physics/capacity.py) and engine profiles (udfs/catalogs/engines.py)."""
 
 import csv
 import subprocess
@@ -8,7 +8,8 @@ from importlib import resources
 import pytest
 
 import udfs
-from udfs import capacity, catalog, engines
+from udfs.physics import capacity
+from udfs.catalogs import catalog, engines
 from udfs.errors import FlopsheetError
 
 L8, L70 = catalog.model("Llama 3.1 8B"), catalog.model("Llama 3.3 70B")

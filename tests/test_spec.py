@@ -2,7 +2,7 @@
 
 import pytest
 
-from udfs import spec
+from udfs.catalogs import spec
 from udfs.errors import FlopsheetError
 
 LLAMA3_8B = "model: 32L d4096 h32/kv8 ffn14336 v128256"

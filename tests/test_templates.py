@@ -140,7 +140,7 @@ def test_structure(built_workbooks, name):
     assert book.charts >= 1
     assert wb.properties.creator == "Flopsheet" and wb.properties.title
     cover = "\n".join(str(c.value) for row in wb["Cover"].iter_rows() for c in row if c.value)
-    assert udfs.__version__ in cover and udfs.catalog.catalog_date() in cover
+    assert udfs.__version__ in cover and udfs.catalogs.catalog.catalog_date() in cover
     # formulas stick to the Excel 2010 / LibreOffice 7.4 common set
     text = " ".join(str(c.value) for ws in wb.worksheets if ws.title != ADDIN_SHEET for row in ws.iter_rows()
                     for c in row if isinstance(c.value, str) and c.data_type == "f")
@@ -194,14 +194,14 @@ RANGES = {"power_w": (0, 1500), "pue": (1, 2), "usd_per_kwh": (0, 0.5), "opex_us
 
 def _random_args(fn, rng):
     """Random valid arguments (by the declared types and ranges) for one call."""
-    gpus = [g for g in udfs.catalog.gpus() if g.bf16_tflops and g.bandwidth_tbs and g.memory_gb]
+    gpus = [g for g in udfs.catalogs.catalog.gpus() if g.bf16_tflops and g.bandwidth_tbs and g.memory_gb]
     values = {}
     for a in fn.args:
         if a.type in ("gpu", "gpu_or_bandwidth", "gpu_or_capacity"):
             values[a.name] = ("name", rng.choice(gpus).name) if a.type == "gpu" or rng.random() < 0.5 else \
                 ("num", round(rng.uniform(0.3, 8) if a.type == "gpu_or_bandwidth" else rng.uniform(16, 200), 3))
         elif a.type in ("params", "model_or_params"):
-            values[a.name] = ("name", rng.choice(udfs.catalog.models()).name) if rng.random() < 0.5 else \
+            values[a.name] = ("name", rng.choice(udfs.catalogs.catalog.models()).name) if rng.random() < 0.5 else \
                 ("num", float(rng.randint(1, 400)) * 1e9)
         elif a.type == "precision":
             values[a.name] = ("text", rng.choice(["fp32", "fp16", "bf16", "int8", "int4"]))

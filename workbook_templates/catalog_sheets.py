@@ -5,8 +5,8 @@ the native formulas look figures up in."""
 
 from __future__ import annotations
 
-from udfs import catalog
-from udfs.lesson import OPTIMIZERS
+from udfs.catalogs import catalog
+from udfs.physics.lesson import OPTIMIZERS
 
 from . import styles as st
 from .common import Book, col, write_text

@@ -13,7 +13,7 @@ EXIT_EXISTS = 2
 
 
 def run(args) -> int:
-    from udfs.safe_write import check_targets
+    from udfs.cli.safe_write import check_targets
 
     from . import NAMES, module
     names = list(dict.fromkeys(args.only)) if args.only else list(NAMES)

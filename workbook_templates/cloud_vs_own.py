@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from openpyxl.chart import LineChart, Reference
 
-from udfs.economics import NETWORK_SHARE, SYSTEM_POWER_FACTOR, USD_PER_KW_MONTH
+from udfs.physics.economics import NETWORK_SHARE, SYSTEM_POWER_FACTOR, USD_PER_KW_MONTH
 
 from . import styles as st
 from .common import Book, Expr
@@ -22,8 +22,8 @@ ALT_INPUTS = {"CO_HardwareCost": 30000, "CO_Lifetime": 4, "CO_PowerW": 700, "CO_
 
 
 def build(path, inputs: dict | None = None) -> Book:
-    from udfs.worksheet import common as cm
-    from udfs.worksheet import economics as e
+    from udfs.api.functions import common as cm
+    from udfs.api.functions import economics as e
     book = Book(KEY, TITLE,
                 "Decide whether to rent cloud GPUs or buy them: the total cost of ownership over the hardware's "
                 "life against renting only the hours you use, the utilization and the number of months at which "
@@ -50,7 +50,7 @@ def build(path, inputs: dict | None = None) -> Book:
         ws.cell(row=r, column=4, value="catalog:").font = st.NOTE_FONT
 
         def ref_value(get, attr=attr):
-            from udfs import catalog
+            from udfs.catalogs import catalog
             v = getattr(catalog.gpu(get(gpu)), attr)
             return "n/a" if v is None else v
         book.glue(ws, f"E{r}", f'IF(INDEX(CatGpu_{attr},MATCH({gpu.coord},CatGpuNames,0))="","n/a",'

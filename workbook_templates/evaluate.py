@@ -10,7 +10,7 @@ compares case-insensitively, numbers < text < logicals, errors propagate, ROUNDU
 first round to 15 significant digits as both applications do.
 
 A call to a Flopsheet worksheet function (the add-in sheet) gets the value the engine
-computes (`udfs.registry.call_array`): what Excel with the add-in (Server, Lite) shows, so a
+computes (`udfs.api.registry.call_array`): what Excel with the add-in (Server, Lite) shows, so a
 preview of the add-in sheet shows the same figure as the native column beside it. An engine
 error becomes its Excel error value; the add-in sheet's
 `IFERROR(call, IF(ERROR.TYPE(call)=5, "needs the Flopsheet add-in", "n/a"))` then stores "n/a"
@@ -485,7 +485,7 @@ LAZY = {"IF": _if, "IFERROR": _iferror, "CHOOSE": _choose}
 def engine_call(name: str, args: list):
     """A Flopsheet worksheet function as the add-in computes it (errors as Excel errors)."""
     try:
-        result = udfs.registry.call_array(name, *[None if a is MISSING else a for a in args])
+        result = udfs.api.registry.call_array(name, *[None if a is MISSING else a for a in args])
     except FlopsheetError as e:
         return Err(e.code)
     if isinstance(result, list):

@@ -32,7 +32,7 @@ ALT_INPUTS = {"FT_Model": "Llama 2 13B", "FT_Headroom": 8, "FT_Baseline": "A100 
 
 
 def build(path, inputs: dict | None = None) -> Book:
-    from udfs.worksheet.common import USD_PER_HOUR
+    from udfs.api.functions.common import USD_PER_HOUR
     book = Book(KEY, TITLE,
                 "Compare what one fine-tuning job costs on different cloud instances: job cost = hourly rate x "
                 "hours, and the effective cost of one A100-equivalent hour = hourly rate / speed-up (the second "

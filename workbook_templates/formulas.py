@@ -1,6 +1,6 @@
 """Render a registry function's native formula (`Function.formula`, with `{arg}` placeholders)
 for given cell references. The formula text lives next to the worksheet function in
-`udfs/worksheet/*.py`; this module only substitutes references, so the templates hold no
+`udfs/api/functions/*.py`; this module only substitutes references, so the templates hold no
 second copy of the math.
 
 Placeholders:
@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 
 import udfs
-from udfs import catalog
-from udfs.registry import Arg, Function
+from udfs.catalogs import catalog
+from udfs.api.registry import Arg, Function
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*)(?:\(([A-Za-z_]\w*)\))?)?\}")
 

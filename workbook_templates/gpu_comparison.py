@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from openpyxl.chart import Reference
 
-from udfs import catalog
+from udfs.catalogs import catalog
 
 from . import styles as st
 from .common import Book, C, Lit
@@ -24,7 +24,7 @@ def _attr(name, attr):
 
 
 def build(path, inputs: dict | None = None) -> Book:
-    from udfs.worksheet import common as cm
+    from udfs.api.functions import common as cm
     book = Book(KEY, TITLE,
                 "Compare every GPU in the catalog: memory, bandwidth, dense BF16 TFLOPS and price, with derived "
                 "metrics (bandwidth and TFLOPS per $1,000, decode speed of a 7B FP16 model, GPUs needed to hold "

@@ -20,8 +20,8 @@ ALT_INPUTS = {"IP_RPM": 2500, "IP_OutTokens": 350, "IP_InTokens": 1200, "IP_Head
 
 
 def build(path, inputs: dict | None = None) -> Book:
-    from udfs.worksheet import common as cm
-    from udfs.worksheet import economics as e
+    from udfs.api.functions import common as cm
+    from udfs.api.functions import economics as e
     book = Book(KEY, TITLE,
                 "Plan the GPUs for serving a model: from traffic (requests per minute, tokens per request) and a "
                 "latency target to decode speed per GPU, GPUs and instances with burst headroom, memory fit, "

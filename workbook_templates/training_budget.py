@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from openpyxl.chart import Reference
 
-from udfs import catalog
+from udfs.catalogs import catalog
 
 from . import styles as st
 from .catalog_sheets import cheapest
@@ -26,7 +26,7 @@ def tensor_missing(gpu: str, precision: str) -> str:
 
 
 def build(path, inputs: dict | None = None) -> Book:
-    from udfs.worksheet.compute import MFU, TOKENS
+    from udfs.api.functions.compute import MFU, TOKENS
     book = Book(KEY, TITLE,
                 "Budget a training run: will the model fit, how many GPUs, how much compute (6 x parameters x "
                 "tokens), how many GPU-hours and days, and what it costs on cloud prices and on owned hardware.",

@@ -4,8 +4,8 @@ recommendation, two runners-up and the key figures, as values computed by the en
 inputs, Flopsheet's version and the catalog date), Options, Sensitivity (tornado chart), Charts
 (cost and time by option, cumulative cost own vs rent) and Assumptions and sources.
 
-The numbers come from udfs.report_model (the option sweep in udfs.sweep, sized by udfs.picker,
-priced with udfs.economics); this package only writes them, one module per sheet (summary.py,
+The numbers come from udfs.planning.report_model (the option sweep in udfs.planning.sweep, sized by udfs.planning.picker,
+priced with udfs.physics.economics); this package only writes them, one module per sheet (summary.py,
 options.py, sensitivity.py, charts.py, assumptions.py; their order in book.py), with the
 templates' styles and safe text writer / atomic save (styles.py, common.py, cells.py).
 """

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from openpyxl import Workbook
 
-from udfs import calibration as cal
-from udfs import catalog, economics, picker
-from udfs.economics import HOURS_PER_MONTH
-from udfs.report_model import Result
+from udfs.physics import calibration as cal
+from udfs.catalogs import catalog
+from udfs.physics import economics
+from udfs.planning import picker
+from udfs.physics.economics import HOURS_PER_MONTH
+from udfs.planning.report_model import Result
 
 from .. import styles as st
 from .cells import header_row, put, section, sheet_title
@@ -41,34 +43,34 @@ def write(wb: Workbook, res: Result):
     header_row(ws, row, ["Assumption", "Value", "Basis"])
     row += 1
     assumptions = [
-        ("Model FLOPs utilization (training)", cal.DEFAULT_MFU, "udfs/calibration.py DEFAULT_MFU: published "
+        ("Model FLOPs utilization (training)", cal.DEFAULT_MFU, "udfs/physics/calibration.py DEFAULT_MFU: published "
          "dense-LLM runs report 38-49%"),
-        ("Usable share of GPU memory", cal.USABLE_MEMORY_FRACTION, "udfs/calibration.py (vLLM's default reserve)"),
-        ("Training FLOPs per token", "6 x parameters (4 x for LoRA/QLoRA)", "udfs/picker.py"),
+        ("Usable share of GPU memory", cal.USABLE_MEMORY_FRACTION, "udfs/physics/calibration.py (vLLM's default reserve)"),
+        ("Training FLOPs per token", "6 x parameters (4 x for LoRA/QLoRA)", "udfs/planning/picker.py"),
         ("Training parallelism", "ZeRO-3 data parallel, full recompute, micro-batch 1 x 2,048",
-         f"udfs/picker.py; sharded models need a >= {catalog.NVLINK_CLASS_GBS:g} GB/s (NVLink-class) GPU link"),
+         f"udfs/planning/picker.py; sharded models need a >= {catalog.NVLINK_CLASS_GBS:g} GB/s (NVLink-class) GPU link"),
         ("Default deadline (days)", picker.DEFAULT_DEADLINE_DAYS, "when the scenario gives none"),
         ("Serving throughput per copy", "continuous batching at the largest batch the KV cache holds under the "
-         "engine's memory rules and the latency target allows", "udfs/capacity.py (SERVING_THROUGHPUT); "
+         "engine's memory rules and the latency target allows", "udfs/physics/capacity.py (SERVING_THROUGHPUT); "
          "docs/serving-model.md"),
         ("GPUs per serving copy", "the tensor-parallel group of 1, 2, 4 or 8 needing the fewest GPUs for the "
-         "traffic", "udfs/capacity.py (GPUS_FOR_TRAFFIC)"),
+         "traffic", "udfs/physics/capacity.py (GPUS_FOR_TRAFFIC)"),
         ("Hours per month", HOURS_PER_MONTH, "8,760 / 12"),
         ("Rented cost", "$/GPU-h x GPU-hours rented: every GPU 730 h a month serving; the job's GPU-hours "
-         "training", "udfs/sweep.py"),
+         "training", "udfs/planning/sweep.py"),
         ("Owned monthly cash per GPU", "capital recovery of the all-in system price at the cost of capital (residual "
          "netted) + scale-out network (share of the system price, recovered the same way) + colocation $/kW-month "
          "x the server's kW + the server's power x PUE x $/kWh for every hour + opex; the same whatever the "
-         "utilization", "udfs.economics.datacenter_month (DATACENTER_COST_PER_GPU_MONTH)"),
+         "utilization", "udfs.physics.economics.datacenter_month (DATACENTER_COST_PER_GPU_MONTH)"),
         ("Server power per GPU", f"GPU TDP x {economics.SYSTEM_POWER_FACTOR:.2f}",
          "NVIDIA DGX H100: up to 10.2 kW for 8 x 700 W GPUs"),
         ("Owned cost of a training job", "GPU-hours x monthly cash / (730 h x utilization)",
          "the job's share of GPUs busy that share of their life"),
         ("Serving cost per 1M output tokens", "monthly cost / output tokens produced a month (peak requests/min x "
-         "tokens x 60 x 730 h x average share of the peak)", "udfs.scenario.Scenario.tokens_per_month"),
+         "tokens x 60 x 730 h x average share of the peak)", "udfs.planning.scenario.Scenario.tokens_per_month"),
         ("Capex (owned)", "GPUs x all-in system price x (1 + network share)", "paid up front"),
         ("Break-even month", "first month the rent of the same GPUs at the cheapest cloud rate reaches the capex "
-         "plus the running cash (simple payback)", "udfs.sweep.breakeven_month"),
+         "plus the running cash (simple payback)", "udfs.planning.sweep.breakeven_month"),
         ("All-in system price per GPU", "a published server price / its GPUs; else the card price + 44.1% platform "
          "allowance (the H100 HGX server per GPU over the H100 card price)", "udfs/data/gpus.csv system_price_*"),
         ("Cloud rate", "cheapest current on-demand $/GPU-h in the catalog, unless the scenario overrides it",

@@ -6,9 +6,9 @@ from __future__ import annotations
 from openpyxl import Workbook
 
 import udfs
-from udfs import catalog
-from udfs.report_model import Result, analyse
-from udfs.scenario import Scenario
+from udfs.catalogs import catalog
+from udfs.planning.report_model import Result, analyse
+from udfs.planning.scenario import Scenario
 
 from ..common import print_setup
 from . import assumptions, charts, options, sensitivity, summary

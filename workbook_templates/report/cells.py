@@ -4,8 +4,8 @@ labels that depend on the workload (cost per month serving, for the job training
 
 from __future__ import annotations
 
-from udfs.scenario import Scenario
-from udfs.sweep import Row
+from udfs.planning.scenario import Scenario
+from udfs.planning.sweep import Row
 
 from .. import styles as st
 from ..common import col as column_letter

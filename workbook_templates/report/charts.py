@@ -1,12 +1,12 @@
 """The Charts sheet: cost and time of the best options (bar charts) and the cumulative cost of
-owning against renting the recommended GPUs (line chart, udfs.report_model.own_vs_rent)."""
+owning against renting the recommended GPUs (line chart, udfs.planning.report_model.own_vs_rent)."""
 
 from __future__ import annotations
 
 from openpyxl import Workbook
 from openpyxl.chart import LineChart, Reference
 
-from udfs.report_model import MissingPrice, Result, breakeven_sentence
+from udfs.planning.report_model import MissingPrice, Result, breakeven_sentence
 
 from .. import styles as st
 from ..common import write_text

@@ -9,8 +9,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from udfs.report_model import Result, analyse, as_json
-from udfs.safe_write import check_targets
+from udfs.planning.report_model import Result, analyse, as_json
+from udfs.cli.safe_write import check_targets
 
 from ..common import atomic_save, atomic_write
 from .book import build
@@ -30,7 +30,7 @@ def _atomic_text(path: Path, text: str):
 
 def write_report(scenario_path, out, force: bool = False, with_csv: bool = False) -> Result:
     """Load, analyse and write; refuses to overwrite (ReportExists) without force."""
-    from udfs.scenario import load
+    from udfs.planning.scenario import load
     out = Path(out)
     csv_path = out.with_suffix(".csv")
     targets = [out] + ([csv_path] if with_csv else [])
@@ -78,7 +78,7 @@ def progress(steps: int, what: str):
 # ---------------------------------------------------------------- CLI (parser in workbook_templates/cli.py)
 def run_command(args) -> int:
     from udfs.errors import FlopsheetError
-    from udfs.safe_write import WriteError
+    from udfs.cli.safe_write import WriteError
     out = Path(args.output)
     if out.suffix.lower() != ".xlsx":
         print(f"report: the output must be an .xlsx file, got {out.name}", file=sys.stderr)

@@ -8,8 +8,8 @@ import io
 
 from openpyxl import Workbook
 
-from udfs.report_model import Result
-from udfs.scenario import Scenario
+from udfs.planning.report_model import Result
+from udfs.planning.scenario import Scenario
 
 from .. import styles as st
 from .cells import column_letter, cost_label, header_row, put, sheet_title

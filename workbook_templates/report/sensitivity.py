@@ -1,4 +1,4 @@
-"""The Sensitivity sheet: each main assumption moved -25% / +25% (udfs.report_model.
+"""The Sensitivity sheet: each main assumption moved -25% / +25% (udfs.planning.report_model.
 sensitivity_table), the change in the recommendation's cost as formulas, and a tornado chart."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference
 
-from udfs.report_model import SWING, Result
+from udfs.planning.report_model import SWING, Result
 
 from .. import styles as st
 from .cells import column_letter, cost_label, header_row, put, sheet_title

@@ -1,0 +1,69 @@
+"""Training compute: FLOPs (6·N·D), GPU-hours at a model FLOPs utilisation, wall-clock
+days and cost; and the speed-up of one GPU over another for the second seed's
+effective-cost comparison."""
+
+from ...physics import calibration as cal
+from ...physics import training
+from ...catalogs.catalog import Model
+from ...errors import value_error
+from ..registry import Arg, worksheet
+from .common import GPU, MODEL_OR_PARAMS, N_GPUS, PRECISION, USD_PER_GPU_HOUR, required
+
+TOKENS = Arg("tokens", "count", "Training tokens (2e12 or \"2T\")", "tokens", min=0, min_open=True)
+MFU = Arg("mfu", "number", f"Model FLOPs utilisation; default {cal.DEFAULT_MFU} from published A100/H100 runs",
+          "fraction", default=cal.DEFAULT_MFU, min=0, min_open=True, max=1)
+
+
+def params_of(value: Model | float) -> float:
+    """Active parameters of a catalog model, or a parameter count as given."""
+    return value.active if isinstance(value, Model) else value
+
+
+@worksheet("TRAINING_FLOPS", "Training compute: 6 x parameters x tokens (8x with full activation recompute).",
+           "FLOPs", "Training", [MODEL_OR_PARAMS, TOKENS,
+                                 Arg("full_recompute", "bool", "Full activation recomputation", default=False)],
+           examples=[((7e9, 2e12), 8.4e22), (("Llama 2 7B", "2T"), 8.0861e22), (("7B", 1e12, True), 5.6e22)],
+           formula='IF({full_recompute},8,6)*{model_or_params}*{tokens}')
+def training_flops(model_or_params, tokens, full_recompute):
+    return training.training_flops(params_of(model_or_params), tokens, full_recompute)
+
+
+@worksheet("TRAINING_GPU_HOURS", "GPU-hours to train: FLOPs / (dense peak x MFU) / 3600.", "GPU-hours", "Training",
+           [MODEL_OR_PARAMS, TOKENS, GPU, MFU, PRECISION],
+           examples=[(("Llama 2 7B", 2e12, "A100"), 179_979), ((7e9, 1e12, "H100", 0.5), 23_581)],
+           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600')
+def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision):
+    return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision)
+
+
+@worksheet("TRAINING_DAYS", "Wall-clock days to train on n GPUs: GPU-hours / n / 24.", "days", "Training",
+           [MODEL_OR_PARAMS, TOKENS, GPU, required(N_GPUS, "GPUs training together (data parallel)"), MFU,
+            PRECISION],
+           examples=[((7e9, 1e12, "H100", 512, 0.5), 1.9190)],
+           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600/{n_gpus}/24')
+def training_days(model_or_params, tokens, gpu, n_gpus, mfu, precision):
+    return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision) / n_gpus / 24
+
+
+@worksheet("TRAINING_COST", "Cost to train: GPU-hours x price per GPU-hour.", "$", "Training",
+           [MODEL_OR_PARAMS, TOKENS, GPU, USD_PER_GPU_HOUR, MFU, PRECISION],
+           examples=[((7e9, 1e12, "H100", 2.0, 0.5), 47_162)],
+           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600*{usd_per_gpu_hour}')
+def training_cost(model_or_params, tokens, gpu, usd_per_gpu_hour, mfu, precision):
+    return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision) * usd_per_gpu_hour
+
+
+@worksheet("SPEEDUP", "Speed of a GPU relative to a baseline from the catalog: dense BF16 tensor throughput "
+           "(training) or memory bandwidth (inference). Feeds EFFECTIVE_HOURLY_COST.", "x baseline", "Training",
+           [GPU, Arg("baseline_gpu", "gpu", "Baseline GPU", default="A100"),
+            Arg("workload", "choice", "training (tensor FLOPs) or inference (bandwidth)",
+                choices=("training", "inference"), default="training")],
+           examples=[(("H100",), 3.1715), (("H100", "A100", "inference"), 1.643), (("A100 40GB", "A100"), 1.0)],
+           formula='IF({workload}="training",{gpu.bf16_tflops}/{baseline_gpu.bf16_tflops},{gpu.bandwidth_tbs}/{baseline_gpu.bandwidth_tbs})')
+def speedup(gpu, baseline_gpu, workload):
+    attribute = "bf16_tflops" if workload == "training" else "bandwidth_tbs"
+    a, b = getattr(gpu, attribute), getattr(baseline_gpu, attribute)
+    if not a or not b:
+        missing = gpu.name if not a else baseline_gpu.name
+        raise value_error(f"the catalog has no {attribute} for {missing}")
+    return a / b

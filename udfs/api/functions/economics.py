@@ -1,0 +1,197 @@
+"""Ownership economics, cloud-vs-own and API-vs-self-host break-evens, and the serving cost per
+token (output, input, blended: defined once in udfs/physics/economics.py, at SERVING_THROUGHPUT's point)."""
+
+from dataclasses import replace
+
+from ...physics import capacity, economics
+from ..registry import Arg, worksheet
+from .common import BATCH, CLOUD_USD_PER_GPU_HOUR, HARDWARE_COST_USD, LIFETIME_YEARS, POWER_W, USD_PER_GPU_HOUR, USD_PER_KWH, UTILIZATION, positive
+from .serving import SERVING_ARGS
+
+PUE = Arg("pue", "number", "Facility power usage effectiveness (1 = no overhead; data centres average ~1.5)", "x",
+          default=1.0, min=1)
+UTIL_DEFAULT = replace(UTILIZATION, default=0.7)
+RATE = Arg("cost_of_capital", "number", "Annual cost of capital (discount rate; 0 = straight-line)", "fraction/year",
+           default=0.0, min=0, max=1)
+RESIDUAL = Arg("residual_value_usd", "number", "Resale value at the end of the period", "$", default=0.0, min=0)
+OPEX = Arg("opex_usd_per_year", "number", "Other running cost per GPU per year (hosting, support)", "$/year",
+           default=0.0, min=0)
+YEARS = positive("years", "Period", "years")
+
+OWNED_ARGS = [HARDWARE_COST_USD, LIFETIME_YEARS, POWER_W, PUE, USD_PER_KWH, UTIL_DEFAULT, RATE, RESIDUAL, OPEX]
+
+
+@worksheet("OWNED_COST_PER_GPU_HOUR", "Cost of an owned GPU per used GPU-hour: capital recovered with the capital "
+           "recovery factor (residual value netted), power x PUE x price for every hour, and opex, over 8,760 x "
+           "utilization used hours a year.", "$/GPU-hour", "Economics", OWNED_ARGS,
+           examples=[((12000,), 0.72089), ((12000, 3, 400, 1.3, 0.12, 0.7, 0.08, 2000, 500), 0.82958)],
+           formula='(({hardware_cost_usd}-{residual_value_usd}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year}))/(8760*{utilization})')
+def owned_cost_per_gpu_hour(hardware_cost_usd, lifetime_years, power_w, pue, usd_per_kwh, utilization,
+                            cost_of_capital, residual_value_usd, opex_usd_per_year):
+    return economics.owned_cost_per_gpu_hour(hardware_cost_usd, lifetime_years, power_w, pue, usd_per_kwh, utilization,
+                                             cost_of_capital, residual_value_usd, opex_usd_per_year)
+
+
+# --- owning like a data centre (the model the picker and the report use) ----------------------
+SYSTEM_PRICE = replace(HARDWARE_COST_USD, help="All-in price per GPU: its share of a complete server, e.g. "
+                       "GPU_SPEC(gpu, \"system_price_usd\")")
+SYSTEM_POWER = positive("power_w", "Power of the server per GPU (no default: a server draws more than its GPUs' "
+                        f"TDP; NVIDIA DGX H100: 10.2 kW for 8 x 700 W GPUs = TDP x {economics.SYSTEM_POWER_FACTOR:.2f})",
+                        "W")
+NETWORK = Arg("network_share", "number", "Scale-out network (switches, optics, cables) as a share of the system "
+              "price (default 10%: InfiniBand fabric ~$4.2k per GPU at 1-2k GPUs against a $39.6k H100 server, 'H100 "
+              "Freakonomics' 2024; Bernstein puts networking at 13% of AI data-centre capex; 0 for one server)",
+              "fraction", default=economics.NETWORK_SHARE, min=0, max=1)
+COLOCATION = Arg("usd_per_kw_month", "number", "Colocation rent per kW of the server's power (default $184.06: CBRE "
+                 "North America asking rate, 250-500 kW, H2 2024); 0 where you own the building", "$/kW-month",
+                 default=economics.USD_PER_KW_MONTH, min=0)
+DC_ARGS = [
+    LIFETIME_YEARS,
+    replace(RATE, default=economics.DC_COST_OF_CAPITAL,
+            help="Annual cost of capital the purchase is recovered at (default 8%: an assumed corporate rate, unlike "
+                 "the lesson's straight-line 0; set your own)"),
+    RESIDUAL,
+    NETWORK, COLOCATION,
+    replace(PUE, default=economics.DC_PUE,
+            help="Facility power usage effectiveness (default 1.58, unlike the lesson's 1: the Uptime Institute "
+                 "survey average; ~1.3 new colocation, 1.1-1.2 hyperscale)"),
+    USD_PER_KWH, OPEX]
+
+
+def _dc_kwargs(kw) -> dict:
+    return {k: kw[k] for k in ("lifetime_years", "cost_of_capital", "residual_value_usd", "network_share",
+                               "usd_per_kw_month", "pue", "usd_per_kwh", "opex_usd_per_year")}
+
+
+@worksheet("DATACENTER_COST_PER_GPU_MONTH", "Cash cost of one owned GPU a month in a data centre, the same whatever "
+           "its utilization: capital recovery of the all-in system price (cost of capital, residual value) + the "
+           "scale-out network's share + colocation rent for the server's kW + power x PUE x $/kWh + opex. "
+           "part = total or one line.", "$/GPU-month", "Economics",
+           [SYSTEM_PRICE, SYSTEM_POWER] + DC_ARGS +
+           [Arg("part", "choice", "Which line to return", choices=("total",) + economics.DC_PARTS, default="total")],
+           examples=[((39625, 1275), 1820.6), ((39625, 1275, 3, 0, 0, 0, 0, 1, 0.12), 1212.38)])
+def datacenter_cost_per_gpu_month(hardware_cost_usd, power_w, part, **kw):
+    return economics.datacenter_month(hardware_cost_usd, power_w, **_dc_kwargs(kw))[part]
+
+
+@worksheet("DATACENTER_COST_PER_GPU_HOUR", "Cost of an owned data-centre GPU per used GPU-hour: "
+           "DATACENTER_COST_PER_GPU_MONTH / (730 h x utilization). The monthly cash does not change with "
+           "utilization; the cost per used hour (and per token) does.", "$/GPU-hour", "Economics",
+           [SYSTEM_PRICE, SYSTEM_POWER, UTIL_DEFAULT] + DC_ARGS,
+           examples=[((39625, 1275), 3.5628)],
+           formula='(({hardware_cost_usd}*(1+{network_share})-{residual_value_usd}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))/12+{usd_per_kw_month}*{power_w}/1000+{power_w}/1000*730*{pue}*{usd_per_kwh}+{opex_usd_per_year}/12)/(730*{utilization})')
+def datacenter_cost_per_gpu_hour(hardware_cost_usd, power_w, utilization, **kw):
+    return economics.datacenter_cost_per_gpu_hour(hardware_cost_usd, power_w, utilization, **_dc_kwargs(kw))
+
+
+@worksheet("BREAKEVEN_UTILIZATION", "Utilization above which owning a GPU is cheaper than renting the hours used "
+           "(a value above 1 means renting is cheaper even at 100%).", "fraction", "Economics",
+           [HARDWARE_COST_USD, CLOUD_USD_PER_GPU_HOUR, LIFETIME_YEARS, POWER_W, PUE, USD_PER_KWH, RATE, RESIDUAL, OPEX],
+           examples=[((12000, 5.12), 0.098559), ((30000, 2.0), 0.59478)],
+           formula='(({hardware_cost_usd}-{residual_value_usd}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year}))/({cloud_usd_per_gpu_hour}*8760)')
+def breakeven_utilization(hardware_cost_usd, cloud_usd_per_gpu_hour, lifetime_years, power_w, pue, usd_per_kwh,
+                          cost_of_capital, residual_value_usd, opex_usd_per_year):
+    return economics.breakeven_utilization(hardware_cost_usd, cloud_usd_per_gpu_hour, lifetime_years, power_w, pue,
+                                           usd_per_kwh, cost_of_capital, residual_value_usd, opex_usd_per_year)
+
+
+@worksheet("BREAKEVEN_MONTHS", "Simple payback: months until the rent saved by owning covers the purchase.",
+           "months", "Economics", [HARDWARE_COST_USD, CLOUD_USD_PER_GPU_HOUR, UTILIZATION, POWER_W, PUE, USD_PER_KWH, OPEX],
+           examples=[((12000, 5.12, 0.7), 4.6489)],
+           formula='{hardware_cost_usd}/({cloud_usd_per_gpu_hour}*730*{utilization}-({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year})/12)')
+def breakeven_months(hardware_cost_usd, cloud_usd_per_gpu_hour, utilization, power_w, pue, usd_per_kwh, opex_usd_per_year):
+    return economics.breakeven_months(hardware_cost_usd, cloud_usd_per_gpu_hour, utilization, power_w, pue,
+                                      usd_per_kwh, opex_usd_per_year)
+
+
+@worksheet("TCO", "Total cost of owning one GPU for a period: capital charge + power + opex.", "$", "Economics",
+           [HARDWARE_COST_USD, YEARS, POWER_W, PUE, USD_PER_KWH, RATE, RESIDUAL, OPEX],
+           examples=[((12000, 3), 13261.44)],
+           formula='{years}*(({hardware_cost_usd}-{residual_value_usd}/(1+{cost_of_capital})^{years})*IF({cost_of_capital}=0,1/{years},{cost_of_capital}*(1+{cost_of_capital})^{years}/((1+{cost_of_capital})^{years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year}))')
+def tco(hardware_cost_usd, years, power_w, pue, usd_per_kwh, cost_of_capital, residual_value_usd, opex_usd_per_year):
+    return economics.tco(hardware_cost_usd, years, power_w, pue, usd_per_kwh, cost_of_capital, residual_value_usd,
+                         opex_usd_per_year)
+
+
+@worksheet("CLOUD_COST", "Cost of renting the GPU-hours used over a period: rate x 8,760 x years x utilization.",
+           "$", "Economics", [replace(USD_PER_GPU_HOUR, help="Cloud price per GPU-hour"), YEARS, UTILIZATION],
+           examples=[((5.12, 3, 0.7), 94187.52)],
+           formula='{usd_per_gpu_hour}*8760*{years}*{utilization}')
+def cloud_cost(usd_per_gpu_hour, years, utilization):
+    return economics.cloud_cost(usd_per_gpu_hour, years, utilization)
+
+
+# --- serving cost per token: the definitions in udfs/physics/economics.py, at SERVING_THROUGHPUT's point ---
+GPU_HOUR_PRICE = replace(USD_PER_GPU_HOUR, help="Price of one GPU-hour, owned (OWNED_COST_PER_GPU_HOUR, "
+                         "DATACENTER_COST_PER_GPU_HOUR) or cloud")
+BATCH_AUTO = replace(BATCH, default="", help="Sequences each copy serves at once; blank: SERVING_THROUGHPUT's "
+                     "operating point (the largest batch that fits and meets max_tpot_ms)")
+TOKEN_COST_ARGS = [GPU_HOUR_PRICE] + SERVING_ARGS + [BATCH_AUTO]
+AT_POINT = ("at SERVING_THROUGHPUT's operating point for the same inputs (or at the batch given), which pays "
+            "for the prompts' prefill in the same GPU-seconds")
+TOKEN_EXAMPLE = (3.2, "Llama 3.1 70B", "H100", "fp8", 1000, 200)
+
+
+def _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision, batch):
+    return capacity.serving_point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms or None,
+                                  engine or None, kv_precision or None, None, int(batch) if batch else None)
+
+
+@worksheet("COST_PER_1M_OUTPUT_TOKENS", "Cost per million output tokens, all-in: usd_per_gpu_hour x n_gpus / "
+           f"(output tokens/s x 3,600) x 1e6, {AT_POINT}; equals that over SERVING_THROUGHPUT. A request costs this "
+           "x its output tokens. At full use: a month's cost per token served adds the idle hours (see "
+           "docs/cost-model.md, Cost per token).", "$ per 1M output tokens", "Economics", TOKEN_COST_ARGS,
+           examples=[(TOKEN_EXAMPLE, 1.1532)])
+def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tokens, output_tokens, n_gpus,
+                              max_tpot_ms, engine, kv_precision, batch):
+    point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision,
+                   batch)
+    return economics.cost_per_1m_output_tokens(usd_per_gpu_hour, n_gpus, point.tokens_per_sec)
+
+
+@worksheet("COST_PER_1M_INPUT_TOKENS", "Cost per million input (prompt) tokens: the prefill's share of a request's "
+           f"cost / its prompt tokens, {AT_POINT}. Part of COST_PER_1M_OUTPUT_TOKENS (which charges the whole "
+           "request to its output tokens), not an extra charge: what a longer prompt adds.",
+           "$ per 1M input tokens", "Economics", TOKEN_COST_ARGS,
+           examples=[(TOKEN_EXAMPLE, 0.14006)])
+def cost_per_1m_input_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tokens, output_tokens, n_gpus,
+                             max_tpot_ms, engine, kv_precision, batch):
+    point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision,
+                   batch)
+    return economics.cost_per_1m_input_tokens(usd_per_gpu_hour, n_gpus, point.tokens_per_sec, prompt_tokens,
+                                              output_tokens, point.prefill_share)
+
+
+@worksheet("BLENDED_COST_PER_1M_TOKENS", "Cost per million tokens, input and output together: a request's cost / "
+           f"(prompt_tokens + output_tokens), {AT_POINT}. The figure to compare with an API price list: the API's "
+           "price for the same mix is (input price x prompt_tokens + output price x output_tokens) / (prompt_tokens "
+           "+ output_tokens).", "$ per 1M tokens", "Economics", TOKEN_COST_ARGS,
+           examples=[(TOKEN_EXAMPLE, 0.19219)])
+def blended_cost_per_1m_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tokens, output_tokens, n_gpus,
+                               max_tpot_ms, engine, kv_precision, batch):
+    point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision,
+                   batch)
+    return economics.blended_cost_per_1m_tokens(usd_per_gpu_hour, n_gpus, point.tokens_per_sec, prompt_tokens,
+                                                output_tokens)
+
+
+@worksheet("API_MONTHLY_COST", "Monthly bill of a token-priced API for a token volume and input/output mix.",
+           "$/month", "Economics",
+           [Arg("tokens_per_month", "count", "Tokens a month, input and output together", "tokens/month", min=0),
+            Arg("input_share", "number", "Share of tokens that are input", "fraction", min=0, max=1),
+            Arg("api_usd_per_1m_input_tokens", "number", "API price of input tokens", "$ per 1M tokens", min=0),
+            Arg("api_usd_per_1m_output_tokens", "number", "API price of output tokens", "$ per 1M tokens", min=0)],
+           examples=[((1e9, 0.75, 3, 15), 6000.0)],
+           formula='{tokens_per_month}*({input_share}*{api_usd_per_1m_input_tokens}+(1-{input_share})*{api_usd_per_1m_output_tokens})/1000000')
+def api_monthly_cost(tokens_per_month, input_share, api_usd_per_1m_input_tokens, api_usd_per_1m_output_tokens):
+    return economics.api_monthly_cost(tokens_per_month, input_share, api_usd_per_1m_input_tokens, api_usd_per_1m_output_tokens)
+
+
+@worksheet("API_BREAKEVEN_TOKENS", "Tokens per month above which self-hosting is cheaper than an API: monthly "
+           "self-hosting cost / API price per token.", "tokens/month", "Economics",
+           [positive("self_host_usd_per_month", "All-in monthly cost of self-hosting", "$/month"),
+            positive("api_usd_per_1m_tokens", "API price (blended)", "$ per 1M tokens")],
+           examples=[((3000, 6), 5e8)],
+           formula='{self_host_usd_per_month}/{api_usd_per_1m_tokens}*1000000')
+def api_breakeven_tokens(self_host_usd_per_month, api_usd_per_1m_tokens):
+    return economics.api_breakeven_tokens(self_host_usd_per_month, api_usd_per_1m_tokens)

@@ -1,0 +1,83 @@
+"""Serving capacity: the output tokens/s one model copy sustains under continuous batching,
+the batch and latencies at that operating point, and the GPUs a traffic level needs
+(udfs/physics/capacity.py; docs/serving-model.md explains the model and its physical basis)."""
+
+from dataclasses import replace
+
+from ...physics import capacity
+from ...catalogs.engines import DEFAULT_ENGINE_TEXT
+from ..registry import Arg, worksheet
+from .common import ENGINE, GPU, MODEL, N_GPUS, OUTPUT, PRECISION, PROMPT, positive
+
+MAX_TPOT = positive("max_tpot_ms", "Latency target: longest time per output token a request may see (blank: none)",
+                    "ms", default="")
+MAX_TTFT = positive("max_ttft_ms", "Latency target: longest time to the first token (blank: none)", "ms", default="")
+KV_AUTO = Arg("kv_precision", "precision", "KV-cache number format (blank: the engine's own: FP8 for TensorRT-LLM "
+              "with 8- and 4-bit float weights, 16-bit otherwise)", default="")
+N_GPUS_AUTO = replace(N_GPUS, default="", help="GPUs per model copy (tensor parallel); blank: the size among 1, 2, 4 "
+                      "and 8 that needs the fewest GPUs")
+HEADROOM = Arg("headroom", "number", "Burst headroom on top of the average traffic (as TOKENS_PER_SEC_NEEDED; "
+               "\"20%\" accepted)", "fraction", default=0.2, min=0)
+SERVING_ARGS = [MODEL, GPU, PRECISION, PROMPT, OUTPUT, N_GPUS, MAX_TPOT, ENGINE, KV_AUTO]
+HOW = ("A decode step, per GPU of the tensor-parallel group, is the sum of its operations, each on its own roofline: "
+       "the weight matrices (bytes / bandwidth or FLOPs / peak, whichever is longer), every sequence's KV cache at "
+       "its length, two all-reduces per layer, and the engine's fixed time per layer and per step. The prefill of "
+       "the same requests is paid in the same GPU-seconds. The batch is the largest whose KV cache fits under the "
+       f"engine's memory rules and batch cap, and meets max_tpot_ms. Engine default: {DEFAULT_ENGINE_TEXT}.")
+EXAMPLE = ("Llama 3.1 8B", "H100 SXM", "fp8", 2048, 2048)
+
+
+def _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision):
+    return capacity.serving_point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms or None,
+                                  engine or None, kv_precision or None)
+
+
+@worksheet("SERVING_THROUGHPUT", "Output tokens/s one copy of a model sustains under continuous batching (all its "
+           "GPUs together), at the largest batch that fits and meets the latency target. " + HOW,
+           "tokens/s (total)", "Serving", SERVING_ARGS,
+           examples=[(EXAMPLE, 9020.6), (EXAMPLE + (1, 10), 7359.9), (EXAMPLE + (1, "", "vllm"), 5312.2)])
+def serving_throughput(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
+                       kv_precision):
+    return _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
+                  kv_precision).tokens_per_sec
+
+
+@worksheet("SERVING_BATCH", "Sequences SERVING_THROUGHPUT runs at once: the most whose KV cache fits under the "
+           "engine's memory rules, capped by its batch limit and by max_tpot_ms.", "sequences", "Serving",
+           SERVING_ARGS, examples=[(EXAMPLE, 253), (EXAMPLE + (1, 10), 73)])
+def serving_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision):
+    return _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
+                  kv_precision).batch
+
+
+@worksheet("SERVING_LATENCY_MS", "Latency at SERVING_THROUGHPUT's operating point: tpot = time per output token "
+           "each request sees (the step, plus its share of the prefills), ttft = time to the first token (a "
+           "prompt's prefill plus one step of the running batch).", "ms", "Serving",
+           SERVING_ARGS + [Arg("part", "choice", "tpot or ttft", choices=("tpot", "ttft"), default="tpot")],
+           examples=[(EXAMPLE, 28.05), (EXAMPLE + (1, "", "", "", "ttft"), 59.74)])
+def serving_latency_ms(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
+                       kv_precision, part):
+    point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision)
+    return point.tpot_ms if part == "tpot" else point.ttft_ms
+
+
+TRAFFIC_PARTS = ("gpus", "copies", "gpus_per_copy", "batch", "tokens_per_sec_per_copy")
+
+
+@worksheet("GPUS_FOR_TRAFFIC", "GPUs to serve a traffic level: requests/min / 60 x output tokens x (1 + headroom), "
+           "divided by SERVING_THROUGHPUT of one copy at the latency targets, rounded up to whole copies. Blank n_gpus "
+           "tries tensor-parallel groups of 1, 2, 4 and 8 GPUs and keeps the one needing the fewest GPUs. part = "
+           "gpus (default), copies, gpus_per_copy, batch or tokens_per_sec_per_copy.", "GPUs", "Serving",
+           [MODEL, GPU, positive("requests_per_minute", "Requests per minute at the peak", "requests/min"),
+            PROMPT, OUTPUT, MAX_TPOT, MAX_TTFT, PRECISION, N_GPUS_AUTO, ENGINE, HEADROOM,
+            Arg("part", "choice", "What to return", choices=TRAFFIC_PARTS, default="gpus")],
+           examples=[(("Llama 3.1 8B", "H100", 1000, 1024, 256, 50, "", "fp8"), 1),
+                     (("Llama 3.3 70B", "H100", 1000, 2048, 512, 50), 20),
+                     (("Llama 3.3 70B", "H100", 1000, 2048, 512, 50, "", "bf16", "", "", 0.2, "gpus_per_copy"), 4)])
+def gpus_for_traffic(model, gpu, requests_per_minute, prompt_tokens, output_tokens, max_tpot_ms, max_ttft_ms,
+                     precision, n_gpus, engine, headroom, part):
+    plan = capacity.gpus_for_traffic(model, gpu, requests_per_minute, prompt_tokens, output_tokens,
+                                     max_tpot_ms or None, max_ttft_ms or None, precision, n_gpus or None,
+                                     engine or None, headroom)
+    return {"gpus": plan.gpus, "copies": plan.copies, "gpus_per_copy": plan.n_gpus, "batch": plan.point.batch,
+            "tokens_per_sec_per_copy": plan.point.tokens_per_sec}[part]

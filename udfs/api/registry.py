@@ -1,0 +1,282 @@
+"""The one registry of worksheet functions.
+
+Each worksheet function is declared once, with `@worksheet(...)`: its Excel name, help,
+result unit, category and typed arguments (default, unit, allowed range, help). The CLI,
+the xlwings add-ins (classic, Lite, Server), the workbook templates and the reports are
+all generated from `REGISTRY`; there is no second list of functions anywhere.
+
+`call(name, *args)` coerces raw cell values by the declared types, applies defaults to
+blanks, checks ranges, and runs the engine. Each argument is parsed once, here, into what
+the engine works on: a catalog row (GPU, model, precision), a number, or for the
+`..._or_...` types a row or a number. `call_array` is the array form: any range
+argument (a 2-D list) gives a same-shaped result, with an Excel error string in a cell
+whose inputs are bad.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..catalogs import catalog, engines
+from . import coerce, guard
+from ..errors import FlopsheetError, num_error, quote, value_error
+
+REQUIRED = object()
+
+# The closed set of argument types: each has one coercer below (checked at import), and a
+# declaration naming any other type fails when its module is imported.
+ARG_TYPES = ("number", "integer", "count", "params", "text", "name", "bool", "choice", "gpu", "model", "precision", "engine",
+             "model_or_params", "gpu_or_tflops", "gpu_or_bandwidth", "gpu_or_capacity", "list")
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    type: str                      # one of ARG_TYPES
+    help: str
+    unit: str = ""
+    default: Any = REQUIRED
+    choices: tuple[str, ...] = ()
+    min: float | None = None       # lowest allowed value
+    min_open: bool = False         # True: the minimum itself is not allowed (> rather than >=)
+    max: float | None = None
+    max_open: bool = False
+
+    def __post_init__(self):
+        if self.type not in ARG_TYPES:
+            raise ValueError(f"argument {self.name}: unknown type {self.type!r}; one of {', '.join(ARG_TYPES)}")
+
+    @property
+    def optional(self) -> bool:
+        return self.default is not REQUIRED
+
+    def range_text(self) -> str:
+        parts = []
+        if self.min is not None:
+            parts.append(f"{'>' if self.min_open else '>='} {self.min:g}")
+        if self.max is not None:
+            parts.append(f"{'<' if self.max_open else '<='} {self.max:g}")
+        return " and ".join(parts)
+
+    def describe(self) -> str:
+        """One line of help: what, unit, allowed values, default."""
+        text = self.help
+        if self.unit:
+            text += f" [{self.unit}]"
+        if self.choices:
+            text += f" One of: {', '.join(self.choices)}."
+        elif self.range_text():
+            text += f" Must be {self.range_text()}."
+        if self.optional and self.default is not None and self.default != "":
+            text += f" Default {self.default}."
+        return text
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    impl: Callable[..., Any]
+    help: str
+    unit: str
+    category: str
+    args: tuple[Arg, ...]
+    returns: str = "number"        # number, text, bool, table
+    examples: tuple[tuple[tuple, Any], ...] = field(default=())
+    formula: str = ""              # native-formula form for the workbook templates ({arg} placeholders)
+
+    @property
+    def vectorizable(self) -> bool:
+        return self.returns != "table"
+
+    def signature(self) -> str:
+        shown = [a.name if not a.optional else f"[{a.name}]" for a in self.args]
+        return f"{self.name}({', '.join(shown)})"
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name, "help": self.help, "unit": self.unit, "category": self.category,
+            "returns": self.returns, "signature": self.signature(),
+            "args": [{"name": a.name, "type": a.type, "help": a.help, "unit": a.unit,
+                      "optional": a.optional, "default": None if not a.optional else a.default,
+                      "choices": list(a.choices), "range": a.range_text(),
+                      "description": a.describe()} for a in self.args],
+            "examples": [{"args": list(args), "result": result} for args, result in self.examples],
+        }
+
+
+REGISTRY: dict[str, Function] = {}
+
+
+def worksheet(name: str, help: str, unit: str, category: str, args: list[Arg],
+              returns: str = "number", examples: list[tuple[tuple, Any]] = (), formula: str = ""):
+    """Declare a worksheet function; the decorated engine call receives coerced values."""
+    def register(impl):
+        if name in REGISTRY:
+            raise ValueError(f"worksheet function {name} declared twice")
+        REGISTRY[name] = Function(name, impl, help, unit, category, tuple(args), returns,
+                                  tuple(examples), formula)
+        return impl
+    return register
+
+
+def functions() -> dict[str, Function]:
+    """Every registered function (importing the declaration modules on first use)."""
+    from . import functions as _declarations  # noqa: F401  (registers on import)
+    return REGISTRY
+
+
+def get(name: str) -> Function:
+    fns = functions()
+    fn = fns.get(name.strip().upper())
+    if fn is None:
+        import difflib
+        close = difflib.get_close_matches(name.upper()[:100], list(fns), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise FlopsheetError(f"unknown function {quote(name)}{hint}", "#NAME?")
+    return fn
+
+
+# ---------------------------------------------------------------- coercion by type
+def _in_range(arg: Arg, x: float) -> float:
+    low_bad = arg.min is not None and (x < arg.min or (arg.min_open and x == arg.min))
+    high_bad = arg.max is not None and (x > arg.max or (arg.max_open and x == arg.max))
+    if low_bad or high_bad:
+        raise num_error(f"{arg.name} must be {arg.range_text()}, got {x:g}")
+    return x
+
+
+def _gpu_or_figure(arg: Arg, value, attribute: str | None, what: str = ""):
+    """A GPU name or a bare figure: the figure as a number (range-checked), or for a name
+    the catalog GPU's `attribute` (the Gpu row itself when `attribute` is None)."""
+    if isinstance(value, str) and not coerce.is_number_text(value):
+        gpu = coerce.to_gpu(arg.name, value)
+        if attribute is None:
+            return gpu
+        figure = getattr(gpu, attribute)
+        if figure is None:
+            raise value_error(f"the catalog has no {what} for {gpu.name}")
+        return _in_range(arg, figure)
+    return _in_range(arg, coerce.to_number(arg.name, value))
+
+
+def _model_or_params(arg: Arg, value):
+    """A model (catalog name, MODEL_DEFINE spec) or a parameter count (float, "70B" accepted)."""
+    if isinstance(value, str) and not coerce.is_count(value):
+        return coerce.to_model(arg.name, value, counts=False)
+    return _in_range(arg, coerce.to_count(arg.name, value))
+
+
+_COERCERS: dict[str, Callable[[Arg, Any], Any]] = {
+    "number": lambda a, v: _in_range(a, coerce.to_number(a.name, v)),
+    "integer": lambda a, v: _integer(a, v),
+    "count": lambda a, v: _in_range(a, coerce.to_count(a.name, v)),
+    "params": lambda a, v: _in_range(a, coerce.to_params(a.name, v)),
+    "text": lambda a, v: coerce.to_text(a.name, v),
+    "name": lambda a, v: coerce.to_name(a.name, v),
+    "bool": lambda a, v: coerce.to_bool(a.name, v),
+    "choice": lambda a, v: coerce.to_choice(a.name, v, a.choices),
+    "gpu": lambda a, v: coerce.to_gpu(a.name, v),
+    "model": lambda a, v: coerce.to_model(a.name, v),
+    "precision": lambda a, v: catalog.precision_row(coerce.to_text(a.name, v)),
+    "engine": lambda a, v: engines.engine(coerce.to_text(a.name, v)),
+    "model_or_params": _model_or_params,
+    "gpu_or_tflops": lambda a, v: _gpu_or_figure(a, v, None),
+    "gpu_or_bandwidth": lambda a, v: _gpu_or_figure(a, v, "bandwidth_tbs", "memory bandwidth"),
+    "gpu_or_capacity": lambda a, v: _gpu_or_figure(a, v, "memory_gb", "memory size"),
+    "list": lambda a, v: v,
+}
+if set(_COERCERS) != set(ARG_TYPES):
+    raise RuntimeError("every argument type needs exactly one coercer")
+
+
+def _integer(arg: Arg, value) -> int:
+    x = coerce.to_number(arg.name, value)
+    if not float(x).is_integer():
+        raise num_error(f"{arg.name} must be a whole number, got {x:g}")
+    return int(_in_range(arg, x))
+
+
+def _cells(value):
+    """Every cell of a range (nested lists) or the one value."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _cells(item)
+    else:
+        yield value
+
+
+def coerce_arg(arg: Arg, value):
+    for cell in _cells(value) if arg.type == "list" else (value,):   # an error value passed in is passed on
+        coerce.check_error_value(arg.name, cell)
+    if coerce.is_blank(value) or (arg.type == "list" and not value):
+        if not arg.optional:
+            raise value_error(f"{arg.name} is required: {arg.help}")
+        value = arg.default
+        if coerce.is_blank(value):
+            return value
+    return _COERCERS[arg.type](arg, value)
+
+
+def call(name: str, *args, **kwargs):
+    """Evaluate one worksheet function on scalar arguments (positional, then by name)."""
+    fn = get(name) if isinstance(name, str) else name
+    if len(args) > len(fn.args):
+        raise value_error(f"{fn.name} takes at most {len(fn.args)} arguments, got {len(args)}")
+    values = {}
+    for i, arg in enumerate(fn.args):
+        raw = args[i] if i < len(args) else kwargs.pop(arg.name, None)
+        values[arg.name] = coerce_arg(arg, raw)
+    if kwargs:
+        raise value_error(f"{fn.name} has no argument {', '.join(kwargs)}")
+    try:
+        result = fn.impl(**values)
+    except (ZeroDivisionError, OverflowError):
+        raise num_error(f"{fn.name}: the inputs are too large or too small to compute with") from None
+    # every front end gets results through here: no inf/NaN, no negative money or memory
+    return guard.check_result(fn.name, fn.unit, result)
+
+
+# ---------------------------------------------------------------- array form
+def _shape(value) -> tuple[int, int] | None:
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
+        return len(value), len(value[0])
+    return None
+
+
+def _cell(value, shape, r, c):
+    rows, cols = shape
+    if rows == 1 and cols == 1:
+        return value[0][0]
+    if rows == 1:
+        return value[0][c]
+    if cols == 1:
+        return value[r][0]
+    return value[r][c]
+
+
+def call_array(name: str, *args):
+    """Array form: 2-D list arguments broadcast like Excel (same shape, a row, a column or
+    one cell); the result has the broadcast shape, with an error string where a cell fails."""
+    fn = get(name) if isinstance(name, str) else name
+    shapes = [(i, _shape(a)) for i, a in enumerate(args)
+              if _shape(a) and i < len(fn.args) and fn.args[i].type != "list"]
+    if not shapes or not fn.vectorizable:
+        return call(fn, *args)
+    rows = max(s[0] for _, s in shapes)
+    cols = max(s[1] for _, s in shapes)
+    for i, (r, c) in shapes:
+        if r not in (1, rows) or c not in (1, cols):
+            raise value_error(f"{fn.args[i].name} is {r}x{c}, which does not fit a {rows}x{cols} result")
+    arrays = dict(shapes)
+    out = []
+    for r in range(rows):
+        row = []
+        for c in range(cols):
+            cell_args = [(_cell(a, arrays[i], r, c) if i in arrays else a) for i, a in enumerate(args)]
+            try:
+                row.append(call(fn, *cell_args))
+            except FlopsheetError as e:
+                row.append(e.code)
+        out.append(row)
+    return out

@@ -1,0 +1,503 @@
+"""The catalogs: GPUs, cloud prices, models and number formats, read from the CSV files
+in `udfs/data/` (every row carries `source` and `as_of`), overlaid with the user's private
+catalogs (`private_catalog`: rows added or overriding by name). Only the standard library
+is used, so the catalogs load in Pyodide too. Rows are loaded once, on first use.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field, fields, replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from . import private_catalog
+from ..physics import shape
+from ..errors import FlopsheetError, na_error, quote, value_error
+from .names import NameIndex, key
+
+
+def _packaged(name: str) -> list[dict[str, str]]:
+    text = resources.files("udfs").joinpath("data", name).read_text(encoding="utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def columns(name: str) -> dict[str, str]:
+    """A table's columns (packaged header order) with their types ("float | None", "bool", ...)."""
+    cls = _table_class(name)
+    types = {f.name: f.type for f in fields(cls)} if cls else {}
+    header = next(csv.reader(io.StringIO(resources.files("udfs").joinpath("data", name).read_text(encoding="utf-8"))))
+    return {c: types.get(c, "str") for c in header}
+
+
+@cache
+def rows_with_origin(name: str) -> tuple[tuple[dict[str, str], str], ...]:
+    """Rows in effect (packaged, then private) with where each came from."""
+    rows, problems = private_catalog.merge(name, _packaged(name), columns(name))
+    private_catalog.raise_problems(problems)
+    return tuple(rows)
+
+
+def _read(name: str) -> list[dict[str, str]]:
+    return [row for row, _ in rows_with_origin(name)]
+
+
+def _num(text: str) -> float | None:
+    text = (text or "").strip()
+    return float(text) if text else None
+
+
+def _bool(text: str) -> bool:
+    return (text or "").strip().upper() in ("TRUE", "YES", "1")
+
+
+def _split(text: str) -> list[str]:
+    return [a.strip() for a in (text or "").split(";") if a.strip()]
+
+
+def _build(cls, raw: dict[str, str]):
+    """Make a dataclass row from a CSV row, converting by the field's annotation."""
+    values = {}
+    for f in fields(cls):
+        if not f.init:                    # a derived field (Model's), filled by the class itself
+            continue
+        text = raw.get(f.name, "")
+        if f.type in ("float | None", "int | None"):
+            v = _num(text)
+            values[f.name] = int(v) if (v is not None and f.type == "int | None") else v
+        elif f.type == "bool":
+            values[f.name] = _bool(text)
+        elif f.type == "tuple[str, ...]":
+            values[f.name] = tuple(_split(text))
+        else:
+            values[f.name] = (text or "").strip()
+    return cls(**values)
+
+
+# ---------------------------------------------------------------- GPUs
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    vendor: str
+    family: str
+    form_factor: str
+    aliases: tuple[str, ...]
+    tier: str
+    memory_gb: float | None
+    memory_type: str
+    bandwidth_tbs: float | None
+    fp32_tflops: float | None
+    tf32_tflops: float | None
+    bf16_tflops: float | None
+    fp16_tflops: float | None
+    fp8_tflops: float | None
+    int8_tops: float | None
+    fp4_tflops: float | None
+    sparsity: str
+    tdp_w: float | None
+    interconnect: str
+    interconnect_gbs: float | None
+    launch_year: int | None
+    price_usd: float | None               # the card (or module), central figure
+    price_as_of: str
+    price_source: str
+    price_low_usd: float | None
+    price_high_usd: float | None
+    price_kind: str                       # list, street, reseller, analyst estimate, press, proxy
+    system_price_usd: float | None        # all-in per GPU: its share of a complete server
+    system_price_kind: str
+    system_price_as_of: str
+    system_price_source: str
+    system_gpus: int | None               # GPUs in the smallest system sold (HGX/UBB board 8, NVL72 rack 72)
+    lesson_price_usd: float | None        # the lesson's own figure, for its comparison table
+    source: str
+    as_of: str
+    note: str
+
+    def tensor_tflops(self, precision: Precision | str) -> float | None:
+        """Dense tensor throughput for a number format, falling back to 16-bit where a
+        format runs on the 16-bit units (int4/GGUF weights are dequantised)."""
+        column = as_precision(precision).tensor_column
+        value = getattr(self, column, None)
+        if value is None and column in ("fp16_tflops", "bf16_tflops"):
+            value = self.bf16_tflops if column == "fp16_tflops" else self.fp16_tflops
+        return value
+
+    @property
+    def nvlink_class(self) -> bool:
+        """A GPU-to-GPU link fast enough to shard a model across GPUs (see NVLINK_CLASS_GBS)."""
+        return (self.interconnect_gbs or 0) >= NVLINK_CLASS_GBS
+
+
+# Tiers a deployment may draw on (GPU_RECOMMEND's `tiers`): one list, in the order a data centre prefers.
+TIERS = ("datacenter", "workstation", "consumer")
+
+# NVLink-class: GPU-to-GPU bandwidth (GB/s, bidirectional, as the catalog records it) at or above
+# NVLink 2 (V100, 300 GB/s); below it (PCIe, consumer bridges) tensor parallelism is impractical.
+NVLINK_CLASS_GBS = 300
+
+_FORM_WORDS = {"SXM": ("SXM", "SXM4", "SXM5", "SXM2"), "PCIe": ("PCIe",), "NVL": ("NVL",),
+               "OAM": ("OAM",), "HGX": ("HGX", "SXM"), "NVL72": ("NVL72",)}
+
+GPU_FIELDS = {f.name for f in fields(Gpu)}
+
+# ---------------------------------------------------------------- purchase prices
+# The one place a GPU's purchase price is read (GPU_SPEC, GPU_COMPARE, the picker, the report, the
+# workbooks). Three figures, three meanings (docs/cost-model.md, "Which price"):
+#   card    the GPU (or module) alone, the central sourced figure: compare GPUs with it
+#   system  all-in per GPU: its share of a complete server; what owning costs (picker, report,
+#           DATACENTER_COST_PER_GPU_HOUR)
+#   lesson  the lesson's own figure, kept only to reproduce its comparison table
+PRICE_FIELDS = {"card": "price_usd", "system": "system_price_usd", "lesson": "lesson_price_usd"}
+PURCHASE_PRICES = tuple(PRICE_FIELDS)
+
+
+def gpu_price(gpu: Gpu, basis: str = "card") -> float | None:
+    """A GPU's purchase price on one basis (card, system or lesson); None where none is sourced."""
+    if basis not in PRICE_FIELDS:
+        raise value_error(f"unknown price basis {quote(basis)}; use {', '.join(PURCHASE_PRICES)}")
+    return getattr(gpu, PRICE_FIELDS[basis])
+
+
+@cache
+def gpus() -> tuple[Gpu, ...]:
+    return tuple(_build(Gpu, r) for r in _read("gpus.csv"))
+
+
+@cache
+def _gpu_index() -> NameIndex[Gpu]:
+    index: NameIndex[Gpu] = NameIndex("GPU")
+    for g in gpus():
+        mem = f"{g.memory_gb:g}GB" if g.memory_gb else ""
+        forms = _FORM_WORDS.get(g.form_factor, ())
+        loose = [g.family, f"{g.family} {mem}"]
+        for form in forms:
+            loose += [f"{g.family} {form}", f"{g.family} {form} {mem}", f"{g.family} {mem} {form}"]
+        _add(index, g, g.name, g.aliases, loose)
+    return index
+
+
+def gpu(name: str) -> Gpu:
+    """Look a GPU up by any of its names ("H100" is the SXM part, as in the lesson)."""
+    return _gpu_index().resolve(name)
+
+
+def gpu_names() -> list[str]:
+    return [g.name for g in gpus()]
+
+
+# ---------------------------------------------------------------- cloud prices
+@dataclass(frozen=True)
+class CloudPrice:
+    provider: str
+    instance: str
+    gpu: str
+    gpu_count: int | None
+    region: str
+    pricing: str
+    usd_per_hour: float | None
+    usd_per_gpu_hour: float | None
+    price_date: str
+    status: str
+    source: str
+    as_of: str
+    note: str
+
+
+PRICINGS = ("on-demand", "spot", "capacity-block", "reserved-1yr", "reserved-3yr", "community")
+PRICE_SETS = ("current", "lesson", "historical")
+
+
+@cache
+def cloud_prices() -> tuple[CloudPrice, ...]:
+    return tuple(_build(CloudPrice, r) for r in _read("cloud.csv"))
+
+
+@cache
+def _instance_index() -> NameIndex[str]:
+    index: NameIndex[str] = NameIndex("cloud instance")
+    for p in cloud_prices():
+        if key(p.instance) not in index.exact:
+            index.add(p.instance, p.instance)
+    return index
+
+
+def cheapest_cloud_price(gpu_name: str, pricing: str = "on-demand") -> CloudPrice | None:
+    """The cheapest current price row of a GPU for one pricing (None when the catalog has none):
+    the one cloud rate the picker, the report and the workbooks use."""
+    rows = [p for p in cloud_prices() if p.gpu == gpu_name and p.status == "current"
+            and p.pricing == pricing and p.usd_per_gpu_hour]
+    return min(rows, key=lambda p: p.usd_per_gpu_hour) if rows else None
+
+
+def cloud_price(instance: str, pricing: str = "on-demand", provider: str = "",
+                price_set: str = "current") -> CloudPrice:
+    """The newest matching price row of an instance (status `current` unless asked)."""
+    name = _instance_index().resolve(instance, name_of=str)
+    rows = [p for p in cloud_prices() if p.instance == name and p.status == price_set
+            and (not provider or key(p.provider) == key(provider))]
+    if not rows:
+        raise na_error(f"no {price_set} prices for {name}" + (f" at {quote(provider)}" if provider else ""))
+    matching = [p for p in rows if p.pricing == pricing]
+    if not matching:
+        have = ", ".join(sorted({p.pricing for p in rows}))
+        raise na_error(f"no {price_set} {pricing} price for {name}; it has: {have}")
+    return max(matching, key=lambda p: p.price_date)
+
+
+# ---------------------------------------------------------------- models
+@dataclass(frozen=True)
+class Model:
+    name: str
+    aliases: tuple[str, ...]
+    family: str
+    params: float | None
+    active_params: float | None
+    published_params: float | None
+    published_active_params: float | None
+    layers: int | None
+    hidden: int | None
+    heads: int | None
+    kv_heads: int | None
+    head_dim: int | None
+    ffn: int | None
+    vocab: int | None
+    tied_embeddings: bool
+    gated_mlp: bool
+    norm: str
+    attn_bias: bool
+    mlp_bias: bool
+    pos_embedding: str
+    n_experts: int | None
+    experts_per_token: int | None
+    shared_experts: int | None
+    moe_layers: int | None
+    dense_ffn: int | None
+    sliding_window: int | None
+    local_layers: int | None      # layers using the window (blank: all); the rest hold the whole context
+    local_attention: str          # sliding (default) or chunked (Llama 4)
+    kv_lora_rank: int | None
+    q_lora_rank: int | None
+    qk_rope_dim: int | None
+    extras: tuple[str, ...]       # small additions to the parameter count (shape.EXTRAS)
+    context_length: int | None
+    source: str
+    as_of: str
+    note: str
+    layout_from: str = ""         # not a column: the catalog model whose layout a bare count borrowed (resolve)
+    # Derived once, here, whenever a model is made (catalog row, MODEL_DEFINE, imported config, borrowed layout;
+    # `dataclasses.replace` fills them again): every estimate reads these, none re-derives them.
+    head_size: int = field(init=False)            # head_dim, else hidden / heads
+    kv_head_count: int = field(init=False)        # kv_heads, else heads (multi-head attention)
+    total_params: float = field(init=False)       # params, else counted from the shape
+    active: float = field(init=False)             # parameters a token uses: active_params, else total
+    input_embedding_params: float = field(init=False)   # vocab x hidden: a row lookup, not a matrix product
+    output_head_params: float = field(init=False)       # vocab x hidden when untied from the embedding, else 0
+    moe_layer_count: int = field(init=False)
+    expert_params: float = field(init=False)      # one routed expert, summed over the MoE layers (0: dense)
+    shared_expert_params: float = field(init=False)     # the always-on shared experts, all MoE layers
+
+    def __post_init__(self):
+        for name, value in shape.derived(self).items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.n_experts)
+
+    @property
+    def has_layout(self) -> bool:
+        """Its own layout (layers, hidden, heads), not one borrowed for a bare count."""
+        return shape.has_shape(self) and not self.layout_from
+
+
+MODEL_FIELDS = {f.name for f in fields(Model) if f.init and f.name != "layout_from"}   # the catalog's columns
+DERIVED_MODEL_FIELDS = ("layout_from",) + tuple(f.name for f in fields(Model) if not f.init)
+_MODEL_SUFFIX = re.compile(r"(hf|instruct|chat|base|it)$")
+
+
+@cache
+def models() -> tuple[Model, ...]:
+    return tuple(_complete(_build(Model, r)) for r in _read("models.csv"))
+
+
+def _complete(m: Model) -> Model:
+    """A private row may give only the shape: its parameter count columns are the counted ones."""
+    if m.params or not m.total_params:
+        return m
+    return replace(m, params=m.total_params, active_params=m.active if m.is_moe else None)
+
+
+def model_from_row(row: dict) -> Model:
+    """A Model from a row of values (a MODEL_DEFINE spec, an imported config)."""
+    return _complete(_build(Model, private_catalog.row_text(row, MODEL_FIELDS)))
+
+
+def gpu_from_row(row: dict) -> Gpu:
+    return _build(Gpu, private_catalog.row_text(row, GPU_FIELDS))
+
+
+def size_only_model(params: float) -> Model:
+    """A model known only by its parameter count (no shape yet: `resolve.model` lends it one)."""
+    return _build(Model, {"name": f"{params / 1e9:.4g}B parameters", "params": repr(float(params))})
+
+
+@cache
+def _model_index() -> NameIndex[Model]:
+    index: NameIndex[Model] = NameIndex("model")
+    for m in models():
+        _add(index, m, m.name, m.aliases)
+    return index
+
+
+def _add(index: NameIndex, row, name: str, aliases, loose=()) -> None:
+    """Index a row; two rows sharing a name (possible only through a private catalog) is an
+    error in that catalog, said as such."""
+    try:
+        index.add(row, name, aliases, loose)
+    except ValueError as e:
+        raise value_error(f"{e} (check the private catalog with `flopsheet catalog check`)") from None
+
+
+def model(name: str) -> Model:
+    index = _model_index()
+    k = key(name)
+    while k not in index.exact and _MODEL_SUFFIX.search(k):   # "...-Instruct-hf" -> base name
+        k = _MODEL_SUFFIX.sub("", k)
+    return index.exact.get(k) or index.resolve(name)
+
+
+def is_model_name(name: str) -> bool:
+    try:
+        model(name)
+        return True
+    except FlopsheetError:
+        return False
+
+
+# ---------------------------------------------------------------- number formats
+@dataclass(frozen=True)
+class Precision:
+    name: str
+    bits_per_param: float | None
+    aliases: tuple[str, ...]
+    kind: str
+    tensor_column: str
+    source: str
+    as_of: str
+    note: str
+
+    @property
+    def bytes_per_param(self) -> float:
+        return self.bits_per_param / 8
+
+
+@cache
+def precisions() -> tuple[Precision, ...]:
+    return tuple(_build(Precision, r) for r in _read("precisions.csv"))
+
+
+@cache
+def _precision_index() -> NameIndex[Precision]:
+    index: NameIndex[Precision] = NameIndex("precision")
+    for p in precisions():
+        index.add(p, p.name, p.aliases)
+    return index
+
+
+def precision_row(name: str) -> Precision:
+    try:
+        return _precision_index().exact[key(name)]
+    except KeyError:
+        valid = ", ".join(p.name for p in precisions())
+        raise FlopsheetError(f"unknown precision {quote(name)}; valid: {valid}") from None
+
+
+def as_precision(value: Precision | str) -> Precision:
+    """The Precision row itself, or the row a name gives (engine entry points accept both;
+    the registry has already turned worksheet arguments into rows)."""
+    return value if isinstance(value, Precision) else precision_row(value)
+
+
+TABLE_CLASSES = {"gpus.csv": Gpu, "models.csv": Model, "cloud.csv": CloudPrice}
+TABLE_FILES = tuple(n for n in private_catalog.TABLES if resources.files("udfs").joinpath("data", n).is_file())
+_CACHED = (gpus, _gpu_index, cloud_prices, _instance_index, models, _model_index, rows_with_origin)
+
+
+def _table_class(name: str):
+    if name == "engines.csv":
+        from .engines import Engine  # engines.py builds on this module, so it is imported late
+        return Engine
+    return TABLE_CLASSES.get(name)
+
+
+def reload() -> None:
+    """Forget loaded rows, so a changed private catalog (or FLOPSHEET_CATALOG) is read again."""
+    from . import engines
+    for function in (*_CACHED, engines.engines, engines._index):
+        function.cache_clear()
+
+
+def check_folder(folder: Path) -> tuple[list, list[str]]:
+    """Problems of a private catalog folder checked against the packaged catalog, and a
+    summary line per row (new, or which packaged row it overrides)."""
+    problems, summary = [], []
+    merged = {}
+    for name in TABLE_FILES:
+        rows, found = private_catalog.merge(name, _packaged(name), columns(name), [folder])
+        problems += found
+        merged[name] = rows
+        for row, origin in rows:
+            if origin != private_catalog.PACKAGED:
+                what = row.get("name") or f"{row.get('provider')} {row.get('instance')}"
+                summary.append(f"{Path(origin).name}: {what}")
+    gpu_names = {key(r.get(c, "")) for r, _ in merged["gpus.csv"] for c in ("name",)}
+    gpu_names |= {key(a) for r, _ in merged["gpus.csv"] for a in r.get("aliases", "").split(";") if a.strip()}
+    for row, origin in merged.get("cloud.csv", []):
+        if origin == private_catalog.PACKAGED:
+            continue
+        if key(row["gpu"]) not in gpu_names:
+            problems.append(_problem(origin, "gpu", f"GPU {row['gpu']!r} is in no gpus.csv (packaged or private)"))
+        for column, valid in (("pricing", PRICINGS), ("status", PRICE_SETS)):
+            if row.get(column) not in valid:
+                problems.append(_problem(origin, column, f"{row.get(column)!r} must be one of {', '.join(valid)}"))
+    for row, origin in merged["models.csv"]:
+        if origin == private_catalog.PACKAGED:
+            continue
+        try:
+            complete = _complete(_build(Model, row)).params
+        except ValueError:                    # a bad number, reported above
+            continue
+        if not complete:
+            problems.append(_problem(origin, "params", "give params, or the shape (layers, hidden, heads, "
+                                                       "kv_heads, ffn, vocab) to compute it from"))
+    problems += _engine_problems(merged.get("engines.csv", []))
+    for name in ("gpus.csv", "models.csv", "engines.csv"):
+        index: NameIndex = NameIndex(name)
+        for row, origin in merged.get(name, []):
+            try:
+                index.add(row, row["name"], _split(row.get("aliases", "")))
+            except ValueError as e:
+                problems.append(_problem(origin, "aliases", str(e)))
+    return problems, summary
+
+
+def _engine_problems(rows) -> list:
+    """Private engine rows whose choices, fractions or formats do not read (engines.row_problems)."""
+    from .engines import row_problems
+    return [_problem(origin, column, message) for row, origin in rows if origin != private_catalog.PACKAGED
+            for column, message in row_problems(row)]
+
+
+def _problem(origin: str, column: str, message: str):
+    file, line = origin.rsplit(":", 1)
+    return private_catalog.Problem(file, int(line), column, message)
+
+
+def catalog_date() -> str:
+    """The newest `as_of` over all catalogs: the date printed on workbooks and reports."""
+    dates = [r.as_of for table in (gpus(), cloud_prices(), models()) for r in table if r.as_of]
+    return max(dates) if dates else ""

@@ -1,0 +1,154 @@
+"""Inference-engine profiles, read from `udfs/data/engines.csv` (every row has `source`,
+`as_of` and a note saying which constants are documented defaults, physical priors, or
+chosen from measured rows). Names are matched loosely: "TensorRT-LLM", "trtllm" and
+"trt-llm" are one engine. Rows of a private catalog's `engines.csv` (`udfs.catalogs.private_catalog`)
+add engines or override the cells they fill, as for the other tables. Standard library only.
+
+A profile holds what changes between engines for the same model and GPU:
+- memory rules: the share of GPU memory the engine may use (`memory_rule` "total": weights,
+  activations and KV cache share `memory_fraction` of all memory, as vLLM and SGLang do;
+  "free": the KV cache gets `memory_fraction` of what is left after the weights, as
+  TensorRT-LLM does), an activation reserve, its batch cap, and whether a request's KV
+  cache is reserved up front (`kv_reservation` "max": prompt + output) or grows (`"mean"`);
+- how several GPUs are used (`multi_gpu` "tensor" parallel, or "layer": a pipeline in which
+  one GPU works at a time, as llama.cpp and Accelerate's device_map do);
+- kernel efficiency: the achieved share of memory bandwidth (HBM and GDDR) and of the tensor
+  peak of each number format (one table for prefill and decode matrix products), and the fixed time per layer and per step that does not scale with bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from functools import cache
+
+from . import catalog, private_catalog
+from .catalog import Gpu, Precision, _build, as_precision
+from ..errors import FlopsheetError
+from .names import NameIndex
+
+# The engine assumed when none is given: the one a vendor's own throughput figures use on
+# its GPUs (NVIDIA publishes TensorRT-LLM numbers), vLLM on every other accelerator.
+DEFAULT_ENGINES = {"NVIDIA": "TensorRT-LLM", "Apple": "llama.cpp"}   # vLLM and TensorRT-LLM do not run on Apple silicon
+FALLBACK_ENGINE = "vLLM"
+DEFAULT_ENGINE_TEXT = "TensorRT-LLM on NVIDIA GPUs, llama.cpp on Apple silicon, vLLM on others"
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    aliases: tuple[str, ...]
+    multi_gpu: str
+    memory_rule: str
+    memory_fraction: float | None
+    activation_reserve_gib: float | None
+    max_batch: int | None
+    large_gpu_max_batch: int | None
+    max_num_tokens: int | None
+    kv_reservation: str
+    kv_precision: str
+    precisions: tuple[str, ...]
+    bandwidth_fraction_hbm: float | None
+    bandwidth_fraction_gddr: float | None
+    quantized_factor: float | None
+    layer_overhead_us: float | None
+    step_overhead_us: float | None
+    matmul_fraction_16: float | None
+    matmul_fraction_8: float | None
+    matmul_fraction_4: float | None
+    fitted: tuple[str, ...]
+    source: str
+    as_of: str
+    note: str
+
+    def bandwidth_fraction(self, gpu: Gpu) -> float:
+        hbm = "HBM" in (gpu.memory_type or "").upper()
+        return self.bandwidth_fraction_hbm if hbm else self.bandwidth_fraction_gddr
+
+    def matmul_fraction(self, bits: int) -> float:
+        """Achieved share of the dense tensor peak of the format the products run in, for
+        prefill and decode alike: 8- and 4-bit peaks are harder to approach than 16-bit."""
+        return {16: self.matmul_fraction_16, 8: self.matmul_fraction_8, 4: self.matmul_fraction_4}[bits]
+
+    def batch_cap(self, gpu: Gpu) -> int | None:
+        """The engine's own limit on concurrent sequences. vLLM raises its default on GPUs with
+        at least 70 GiB other than the A100 (arg_utils.get_batch_defaults)."""
+        big = (gpu.memory_gb or 0) >= 70 and "A100" not in gpu.name
+        return self.large_gpu_max_batch if (big and self.large_gpu_max_batch) else self.max_batch
+
+    def kv_format(self, precision: Precision | str) -> str:
+        """KV-cache format the engine uses when none is asked for: 16-bit, or FP8 for engines
+        that build 8-bit-and-below float models with an FP8 cache (TensorRT-LLM)."""
+        row = as_precision(precision)
+        if self.kv_precision == "fp8_if_8bit" and row.kind == "float" and row.bits_per_param <= 8:
+            return "fp8"
+        return "bf16"
+
+    def vendor_precision(self, gpu: Gpu) -> str:
+        """The fastest format in the engine's list that the GPU has tensor cores for: what a
+        vendor picks when a benchmark does not record it (MLPerf 'vendor-chosen')."""
+        for name in self.precisions:
+            row = as_precision(name)
+            if row.kind != "float" or gpu.tensor_tflops(name):
+                return name
+        return "bf16"
+
+
+ENGINE_FIELDS = {f.name for f in fields(Engine)}
+
+# What a private row must hold: the values each choice column may take, and the shares of
+# a peak that must lie in (0, 1].
+CHOICES = {"multi_gpu": ("tensor", "layer"), "memory_rule": ("total", "free"), "kv_reservation": ("max", "mean"),
+           "kv_precision": ("16bit", "fp8_if_8bit")}
+FRACTIONS = ("memory_fraction", "bandwidth_fraction_hbm", "bandwidth_fraction_gddr", "quantized_factor",
+             "matmul_fraction_16", "matmul_fraction_8", "matmul_fraction_4")
+
+
+def row_problems(row: dict[str, str]) -> list[tuple[str, str]]:
+    """(column, why) for each cell of an engine row that the model cannot use."""
+    found = [(c, f"{row.get(c)!r} must be one of {', '.join(valid)}")
+             for c, valid in CHOICES.items() if row.get(c, "").strip() not in valid]
+    for c in FRACTIONS:
+        try:
+            if not 0 < float(row.get(c) or "nan") <= 1:
+                found.append((c, f"{row.get(c)!r} must be a share in (0, 1], e.g. 0.8"))
+        except ValueError:
+            found.append((c, f"{row.get(c)!r} must be a share in (0, 1], e.g. 0.8"))
+    for name in (p.strip() for p in (row.get("precisions") or "").split(";") if p.strip()):
+        try:
+            as_precision(name)
+        except FlopsheetError:
+            found.append(("precisions", f"unknown number format {name!r}"))
+    return found
+
+
+@cache
+def engines() -> tuple[Engine, ...]:
+    """Packaged engines overlaid with private rows, which are checked first (file, line, column)."""
+    rows = catalog.rows_with_origin("engines.csv")
+    private_catalog.raise_problems([catalog._problem(origin, column, why) for row, origin in rows
+                                    if origin != private_catalog.PACKAGED for column, why in row_problems(row)])
+    return tuple(_build(Engine, r) for r, _ in rows)
+
+
+@cache
+def _index() -> NameIndex[Engine]:
+    index: NameIndex[Engine] = NameIndex("engine")
+    for e in engines():
+        catalog._add(index, e, e.name, e.aliases)
+    return index
+
+
+def default_engine_name(gpu: Gpu | None = None) -> str:
+    return DEFAULT_ENGINES.get(gpu.vendor if gpu else "", FALLBACK_ENGINE)
+
+
+def engine(name: str | Engine | None = None, gpu: Gpu | None = None) -> Engine:
+    """An engine profile by any of its names; blank means the default for the GPU."""
+    if isinstance(name, Engine):
+        return name
+    text = (name or "").strip() if isinstance(name, str) or name is None else str(name)
+    return _index().resolve(text or default_engine_name(gpu))
+
+
+def engine_names() -> list[str]:
+    return [e.name for e in engines()]

@@ -1,0 +1,50 @@
+"""Architecture arithmetic: parameter counts and KV-cache size from a model's shape.
+
+Parameter count of a decoder-only transformer (Llama-style unless the catalog says
+otherwise), per layer: attention h*(q + 2*kv + o) with q = heads*head_dim and
+kv = kv_heads*head_dim; MLP 3*h*ffn when gated (SwiGLU), 2*h*ffn otherwise; norm weights
+(2h for RMSNorm, 4h for LayerNorm with bias); plus embeddings V*h, doubled when the output
+head is not tied. Exact for Llama-2-7B (6,738,415,616) and Llama-2-70B (68,976,648,192).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from ..catalogs.catalog import Model, Precision, as_precision
+from .shape import counts, kv_layer_tokens
+
+
+def params_from_arch(layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int,
+                     tied: bool = False, gated_mlp: bool = True, head_dim: int | None = None,
+                     norm: str = "rmsnorm", attn_bias: bool = False, mlp_bias: bool = False,
+                     n_experts: int = 0, moe_layers: int = 0, dense_ffn: int = 0,
+                     shared_experts: int = 0) -> dict[str, int]:
+    """Total, embedding and body parameters of a transformer from its shape, counted by the one
+    counter (`shape.counts`, which every catalog row, spec and imported config goes through)."""
+    shape = SimpleNamespace(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, ffn=ffn, vocab=vocab,
+                            tied_embeddings=tied, gated_mlp=gated_mlp, head_dim=head_dim, norm=norm,
+                            attn_bias=attn_bias, mlp_bias=mlp_bias, n_experts=n_experts, moe_layers=moe_layers,
+                            dense_ffn=dense_ffn, shared_experts=shared_experts)
+    n = counts(shape)
+    return {"total": n["total"], "embeddings": n["embeddings"], "body": n["total"] - n["embeddings"]}
+
+
+def kv_bytes_per_layer_token(model: Model, kv_precision: Precision | str = "bf16") -> float:
+    """Bytes of KV cache one token adds to one sequence in one layer."""
+    width = as_precision(kv_precision).bytes_per_param
+    if model.kv_lora_rank:        # multi-head latent attention caches one compressed vector
+        return (model.kv_lora_rank + (model.qk_rope_dim or 0)) * width
+    return 2 * model.kv_head_count * model.head_size * width
+
+
+def kv_bytes_per_token(model: Model, kv_precision: Precision | str = "bf16") -> float:
+    """Bytes of KV cache one token adds to one sequence, over all layers (while the context
+    is inside every local layer's window)."""
+    return model.layers * kv_bytes_per_layer_token(model, kv_precision)
+
+
+def kv_cache_bytes(model: Model, context: float, batch: float = 1, kv_precision: Precision | str = "bf16") -> float:
+    """KV cache for `batch` sequences of `context` tokens: global layers hold the whole
+    context, sliding-window and chunked layers at most their window (shape.kv_layer_tokens)."""
+    return kv_bytes_per_layer_token(model, kv_precision) * kv_layer_tokens(model, context) * batch

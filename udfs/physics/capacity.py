@@ -1,0 +1,372 @@
+"""Serving capacity: how many output tokens/s one model copy sustains under continuous
+batching, at the largest batch its KV cache and latency target allow, and how many copies
+(and GPUs) a traffic level needs. Standard library only.
+
+Decode step (one token for each of `batch` sequences), per GPU of a tensor-parallel group,
+as a sum over operations, each on its own roofline:
+  weight matrices   max(weight bytes / achieved bandwidth, 2 x params x batch / achieved FLOP/s)
+                    (dense layers and routed experts separately: experts see fewer tokens each)
+  attention         max(KV bytes of every sequence at its length / bandwidth, its FLOPs / FLOP/s)
+  all-reduce        two per layer under tensor parallelism: latency + activations over the link
+  engine overhead   fixed time per layer (kernel launches) and per step (scheduler, sampling)
+Prefill of the same requests is paid in the same GPU-seconds: over one request lifetime
+(`output` steps) the engine also prefills `batch` new prompts, so
+  time per output token (TPOT) = step time + batch x prefill compute of one prompt / output
+  throughput                   = batch / TPOT.
+Concurrency comes from KV capacity under the engine's memory rule (see `udfs.catalogs.engines`),
+capped by the engine's batch limit and, when asked, by a TPOT target.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import calibration as cal
+from . import serving
+from .arch import kv_cache_bytes
+from ..catalogs.catalog import Gpu, Model, Precision, as_precision
+from ..catalogs.engines import Engine, engine as engine_profile
+from ..errors import FlopsheetError, num_error
+from .shape import kv_layer_tokens
+from ..units import GIB, TB
+
+HOP_US = {"nvlink": 10.0, "pcie": 30.0}   # hand-off between pipeline stages (one activation row)
+
+
+class NoFit(FlopsheetError):
+    """#NUM!: the weights, or one sequence's KV cache, do not fit."""
+
+    def __init__(self, message: str):
+        super().__init__(message, "#NUM!")
+
+
+class TooSlow(FlopsheetError):
+    """#NUM!: no batch meets a latency target; `best_ms` is what one sequence gets."""
+
+    def __init__(self, message: str, what: str, best_ms: float):
+        super().__init__(message, "#NUM!")
+        self.what, self.best_ms = what, best_ms
+
+
+# ---------------------------------------------------------------------------- building blocks
+
+def _bits(precision: Precision | str) -> int:
+    """Tensor-core width the matrix products run at (weight-only formats multiply in 16-bit)."""
+    row = as_precision(precision)
+    column = row.tensor_column or ""
+    if column.startswith(("fp16", "bf16", "fp32", "tf32")) or row.bits_per_param >= 16:
+        return 16
+    return 8 if row.bits_per_param >= 8 else 4
+
+
+def _bandwidth(gpu: Gpu, precision: Precision | None, eng: Engine) -> float:
+    """Achieved bytes/s streaming weights in `precision` (None: the KV cache) on one GPU;
+    weight-only quantised formats are dequantised on the way, at a cost."""
+    factor = eng.quantized_factor if precision and serving._is_quantized(precision) else 1.0
+    return gpu.bandwidth_tbs * TB * eng.bandwidth_fraction(gpu) * factor
+
+
+def _flops(gpu: Gpu, precision: Precision | str, fraction: float, needed_for: str = "this estimate") -> float:
+    return serving._peak_flops(gpu, as_precision(precision), needed_for) * fraction
+
+
+def _decode_flops(gpu: Gpu, precision: Precision | str, fraction: float, batch: float) -> float:
+    """FLOP/s of a decode step's products. One sequence does 2 FLOPs per weight read: memory-bound
+    on any accelerator, so a GPU with no published tensor figure (Apple) is still estimated
+    at batch 1 (an infinite rate: no compute term); a larger batch needs the figure."""
+    if batch <= 1 and not serving.has_tensor_peak(gpu, as_precision(precision)):
+        return math.inf
+    return _flops(gpu, precision, fraction, f"decoding a batch of {batch:g}")
+
+
+def _link(gpu: Gpu) -> str:
+    """An NVLink-class GPU fabric (NVLink, Infinity Fabric) or PCIe, for all-reduce latency."""
+    return "nvlink" if gpu.nvlink_class else "pcie"
+
+
+def _split(eng: Engine, n_gpus: int) -> int:
+    """GPUs that share one step's work: all of them under tensor parallelism, one at a time
+    in a layer pipeline (llama.cpp, Accelerate)."""
+    return n_gpus if eng.multi_gpu == "tensor" else 1
+
+
+def _experts(model: Model) -> tuple[float, float, float]:
+    """(parameters per expert over all MoE layers, experts, experts per token); zeros if dense."""
+    if not model.expert_params:
+        return 0.0, 0.0, 0.0
+    return model.expert_params, model.n_experts, model.experts_per_token or 1
+
+
+def _matmul_params(model: Model) -> float:
+    """Parameters in matrix products per token (an untied input embedding is a lookup)."""
+    return model.active - (0 if model.tied_embeddings else model.input_embedding_params)
+
+
+def _kv_replication(model: Model, split: int) -> float:
+    """Under tensor parallelism each GPU holds at least one KV head: models with fewer KV
+    heads than GPUs replicate them."""
+    if model.kv_lora_rank:
+        return float(split)          # MLA's one latent vector is replicated on every GPU
+    return max(1.0, split / model.kv_head_count)
+
+
+def _allreduce_s(model: Model, gpu: Gpu, n_gpus: int, tokens: float) -> float:
+    """Two ring all-reduces per layer: a latency each, and 2(n-1)/n of the 16-bit activations
+    over each GPU's link (one direction: half the catalog's bidirectional figure)."""
+    if n_gpus <= 1:
+        return 0.0
+    one_way = (gpu.interconnect_gbs or 64) / 2 * 1e9 * cal.ALLREDUCE_BANDWIDTH_FRACTION
+    moved = 2 * (n_gpus - 1) / n_gpus * tokens * model.hidden * 2
+    return model.layers * 2 * (cal.ALLREDUCE_US[_link(gpu)] * 1e-6 + moved / one_way)
+
+
+def _overhead_s(model: Model, gpu: Gpu, eng: Engine, n_gpus: int) -> float:
+    fixed = eng.step_overhead_us + model.layers * eng.layer_overhead_us
+    if eng.multi_gpu != "tensor" and n_gpus > 1:
+        fixed += (n_gpus - 1) * HOP_US[_link(gpu)]
+    return fixed * 1e-6
+
+
+# ---------------------------------------------------------------------------- decode and prefill
+
+@dataclass(frozen=True)
+class Step:
+    """Seconds of one decode step, by operation (per GPU, all GPUs working at once)."""
+    weights: float
+    attention: float
+    allreduce: float
+    overhead: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.attention + self.allreduce + self.overhead
+
+
+def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", batch: float = 1, context: float = 1024,
+                n_gpus: int = 1, kv_precision: Precision | str | None = None, eng: Engine | str | None = None) -> Step:
+    """One decode step of `batch` sequences holding `context` tokens each (the mean length).
+    A model known only by its size has borrowed a catalog layout already (resolve.model)."""
+    eng = engine_profile(eng, gpu)
+    precision = as_precision(precision)
+    kv_precision = kv_precision or eng.kv_format(precision)
+    split = _split(eng, n_gpus)
+    bandwidth = _bandwidth(gpu, precision, eng)
+    matmul = _decode_flops(gpu, precision, eng.matmul_fraction(_bits(precision)), batch)
+    width = precision.bytes_per_param
+
+    per_expert, experts, k = _experts(model)
+    dense = _matmul_params(model) - k * per_expert
+    dense_stream = serving.streamed_params(model, 0)        # batch 0: no expert touched
+    weights = max(dense_stream * width / bandwidth, 2 * dense * batch / matmul) / split
+    if experts:
+        touched = experts * (1 - (1 - k / experts) ** batch)
+        weights += max(touched * per_expert * width / bandwidth, 2 * k * per_expert * batch / matmul) / split
+
+    # KV cache by attention layout: global layers read the whole context, local (sliding or
+    # chunked) layers at most their window; MLA one latent vector (arch.kv_cache_bytes)
+    kv_bytes = kv_cache_bytes(model, context, batch, kv_precision) * _kv_replication(model, split) / split
+    attn_flops = 4 * model.heads * model.head_size * kv_layer_tokens(model, context) * batch / split
+    attn_rate = _decode_flops(gpu, "fp16", eng.matmul_fraction(16), batch)
+    attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / attn_rate)
+    return Step(weights, attention, _allreduce_s(model, gpu, split, batch), _overhead_s(model, gpu, eng, n_gpus))
+
+
+def prefill_flops(model: Model, prompt_tokens: float, batch: float = 1) -> float:
+    """2 x matrix parameters per token, plus causal attention (QK and PV over half the square;
+    local layers over at most their window)."""
+    attention = 2 * model.heads * model.head_size * prompt_tokens * kv_layer_tokens(model, prompt_tokens) * batch
+    return 2 * _matmul_params(model) * prompt_tokens * batch + attention
+
+
+def prefill_compute_s(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: float, batch: float,
+                      n_gpus: int, eng: Engine) -> float:
+    """Compute-bound part of a prefill (what it adds to a step that reads the weights anyway)."""
+    split = _split(eng, n_gpus)
+    precision = as_precision(precision)
+    rate = _flops(gpu, precision, eng.matmul_fraction(_bits(precision)), "prefill")
+    return prefill_flops(model, prompt_tokens, batch) / split / rate \
+        + _allreduce_s(model, gpu, split, prompt_tokens * batch)
+
+
+def prefill_seconds(model: Model, gpu: Gpu, precision: Precision | str = "bf16", prompt_tokens: float = 1024,
+                    batch: float = 1, n_gpus: int = 1, eng: Engine | str | None = None) -> float:
+    """Time to process `batch` prompts of `prompt_tokens` alone: the
+    compute, never less than reading the weights once per chunk of the engine's token budget,
+    plus the engine's fixed costs per chunk."""
+    eng = engine_profile(eng, gpu)
+    precision = as_precision(precision)
+    split = _split(eng, n_gpus)
+    tokens = prompt_tokens * batch
+    chunks = max(1, math.ceil(tokens / eng.max_num_tokens)) if eng.max_num_tokens else 1
+    compute = prefill_compute_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng)
+    reads = chunks * serving.weight_bytes(model, precision) / split / _bandwidth(gpu, precision, eng)
+    return max(compute, reads) + chunks * _overhead_s(model, gpu, eng, n_gpus)
+
+
+def time_to_first_token_s(model: Model, gpu: Gpu, precision: Precision | str = "bf16", prompt_tokens: float = 1024,
+                          batch: float = 1, n_gpus: int = 1, eng: Engine | str | None = None,
+                          running: float | None = None) -> float:
+    """Prefill of the prompts, plus one decode step: the first token goes out at the end of an
+    engine iteration, which also carries the decode of the running batch (`running`
+    sequences; by default the arriving batch itself, which is what a lone request sees)."""
+    eng = engine_profile(eng, gpu)
+    step = decode_step(model, gpu, precision, running or batch, prompt_tokens, n_gpus, None, eng).total
+    return prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus, eng) + step
+
+
+# ---------------------------------------------------------------------------- KV capacity
+
+def kv_budget_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
+    """GiB per GPU the engine gives the KV cache; #NUM! when the weights do not fit."""
+    weights = serving.weight_bytes(model, precision) / n_gpus / GIB
+    usable = gpu.memory_gb * (eng.memory_fraction if eng.memory_rule == "total" else 1.0)
+    left = usable - weights - eng.activation_reserve_gib
+    if left <= 0:
+        raise NoFit(f"{model.name} at {as_precision(precision).name} does not fit on {n_gpus} x {gpu.name}: "
+                        f"{weights:.1f} GiB of weights per GPU + {eng.activation_reserve_gib:g} GiB "
+                        f"reserve > {usable:.1f} GiB the {eng.name} engine uses")
+    return left * (eng.memory_fraction if eng.memory_rule == "free" else 1.0)
+
+
+def kv_batch(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: float, output_tokens: float,
+             n_gpus: int, kv_precision: Precision | str, eng: Engine) -> int:
+    """Sequences whose KV cache fits: each reserves prompt + output tokens (engines that
+    guarantee no eviction) or, when blocks are handed out as tokens arrive, the mean length."""
+    tokens = prompt_tokens + (output_tokens if eng.kv_reservation == "max" else output_tokens / 2)
+    split = _split(eng, n_gpus)
+    per_sequence = kv_cache_bytes(model, tokens, 1, kv_precision) * _kv_replication(model, split) / n_gpus / GIB
+    fits = math.floor(kv_budget_gib(model, gpu, precision, n_gpus, eng) / per_sequence)
+    if fits < 1:
+        raise NoFit(f"the KV cache of one {tokens:g}-token sequence ({per_sequence:.2f} GiB per GPU) "
+                    f"does not fit beside {model.name}'s weights on {n_gpus} x {gpu.name}")
+    return fits
+
+
+# ---------------------------------------------------------------------------- operating point
+
+@dataclass(frozen=True)
+class ServingPoint:
+    batch: int
+    tokens_per_sec: float      # output tokens/s of the model copy (all its GPUs)
+    tpot_ms: float             # time per output token seen by each sequence
+    ttft_ms: float             # time to first token for a request arriving at this load
+    limited_by: str            # "KV cache", "engine batch cap", "TPOT target", "TTFT target", "batch given"
+    engine: str
+    prefill_share: float = 0.0  # share of the copy's GPU time spent prefilling prompts (the rest decodes)
+
+
+def _tpot_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
+    """One step, plus this request's share of the prefills the batch needs over its lifetime."""
+    step = decode_step(model, gpu, precision, batch, prompt + output / 2, n_gpus, kv, eng).total
+    return step + batch * prefill_compute_s(model, gpu, precision, prompt, 1, n_gpus, eng) / output
+
+
+def _ttft_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
+    """A new request's prefill, finished in an iteration that also decodes the running batch."""
+    step = decode_step(model, gpu, precision, batch, prompt + output / 2, n_gpus, kv, eng).total
+    return prefill_seconds(model, gpu, precision, prompt, 1, n_gpus, eng) + step
+
+
+def _largest(limit: int, ok) -> int:
+    """Largest batch in [1, limit] for which ok(batch) holds (ok is monotone: true then false)."""
+    lo, hi = 1, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid - 1)
+    return lo
+
+
+def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16", prompt_tokens: float = 1024,
+                  output_tokens: float = 256, n_gpus: int = 1, max_tpot_ms: float | None = None,
+                  eng: Engine | str | None = None, kv_precision: Precision | str | None = None,
+                  max_ttft_ms: float | None = None, batch: int | None = None) -> ServingPoint:
+    """The largest batch that fits (and meets the latency targets), and what it delivers;
+    `batch` fixes the batch instead (an override: #NUM! when it does not fit)."""
+    eng = engine_profile(eng, gpu)
+    precision = as_precision(precision)
+    if n_gpus < 1:
+        raise num_error("n_gpus must be >= 1")
+    if prompt_tokens < 1 or output_tokens < 1:
+        raise num_error("prompt_tokens and output_tokens must be >= 1")
+    kv = kv_precision or eng.kv_format(precision)
+    args = (model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
+    fits = kv_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
+    cap = eng.batch_cap(gpu)
+    if batch is not None:
+        if batch < 1 or batch > fits:
+            raise NoFit(f"batch {batch:g} does not fit: the KV cache holds {fits} sequences of "
+                        f"{prompt_tokens:g} + {output_tokens:g} tokens on {n_gpus} x {gpu.name}")
+        batch, limited = int(batch), "batch given"
+    else:
+        batch, limited = (fits, "KV cache") if not cap or fits <= cap else (cap, "engine batch cap")
+    for target, latency, what in ((max_tpot_ms, _tpot_s, "TPOT"), (max_ttft_ms, _ttft_s, "TTFT")):
+        if target is None:
+            continue
+        if target <= 0:
+            raise num_error(f"max_{what.lower()}_ms must be > 0")
+        best = latency(*args, 1) * 1000
+        if best > target:
+            raise TooSlow(f"no batch meets {what} {target:g} ms: even one sequence takes {best:.1f} ms "
+                          f"on {n_gpus} x {gpu.name} with {eng.name}", what, best)
+        if latency(*args, batch) * 1000 > target:
+            batch, limited = _largest(batch, lambda b: latency(*args, b) * 1000 <= target), f"{what} target"
+    tpot = _tpot_s(*args, batch)
+    prefill = batch * prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng) / output_tokens
+    return ServingPoint(batch, batch / tpot, tpot * 1000, _ttft_s(*args, batch) * 1000, limited, eng.name,
+                        prefill / tpot)
+
+
+# ---------------------------------------------------------------------------- traffic
+
+TP_CHOICES = (1, 2, 4, 8)
+DEFAULT_HEADROOM = 0.2
+
+
+@dataclass(frozen=True)
+class TrafficPlan:
+    copies: int
+    n_gpus: int                # GPUs per copy
+    gpus: int
+    demand_tokens_per_sec: float   # with headroom
+    point: ServingPoint        # the operating point of each copy
+    utilization: float         # demand / capacity of the copies
+
+
+def gpus_for_traffic(model: Model, gpu: Gpu, requests_per_minute: float, prompt_tokens: float,
+                     output_tokens: float, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None,
+                     precision: Precision | str = "bf16", n_gpus: int | None = None, eng: Engine | str | None = None,
+                     headroom: float = DEFAULT_HEADROOM, batch: int | None = None) -> TrafficPlan:
+    """Model copies (and GPUs) that serve `requests_per_minute` at the latency targets, with
+    burst headroom on top of the average (1 + headroom, as TOKENS_PER_SEC_NEEDED). Without
+    `n_gpus`, the tensor-parallel size among 1, 2, 4, 8 that needs the fewest GPUs."""
+    if requests_per_minute <= 0:
+        raise num_error("requests_per_minute must be > 0")
+    if headroom < 0:
+        raise num_error("headroom must be >= 0, e.g. 20%")
+    demand = requests_per_minute / 60 * output_tokens * (1 + headroom)
+    return plan_for_demand(model, gpu, demand, prompt_tokens, output_tokens, max_tpot_ms, max_ttft_ms,
+                           precision, n_gpus, eng, batch)
+
+
+def plan_for_demand(model: Model, gpu: Gpu, demand_tokens_per_sec: float, prompt_tokens: float,
+                    output_tokens: float, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None,
+                    precision: Precision | str = "bf16", n_gpus: int | None = None, eng: Engine | str | None = None,
+                    batch: int | None = None) -> TrafficPlan:
+    """Copies for a demand in output tokens/s, headroom included (0: one copy)."""
+    if demand_tokens_per_sec < 0:
+        raise num_error("the demand must be >= 0 tokens/s")
+    plans, failures = [], []
+    for n in ((n_gpus,) if n_gpus else TP_CHOICES):
+        try:
+            point = serving_point(model, gpu, precision, prompt_tokens, output_tokens, n, max_tpot_ms,
+                                  eng, None, max_ttft_ms, batch)
+        except (NoFit, TooSlow) as exc:      # on n GPUs; a wider group may still do
+            failures.append(exc)
+            continue
+        copies = max(1, math.ceil(demand_tokens_per_sec / point.tokens_per_sec - 1e-9))
+        plans.append(TrafficPlan(copies, n, copies * n, demand_tokens_per_sec, point,
+                                 demand_tokens_per_sec / (copies * point.tokens_per_sec)))
+    if not plans:       # the widest group's reason; a latency failure says more than a fit failure
+        raise next((f for f in reversed(failures) if isinstance(f, TooSlow)), failures[-1])
+    return min(plans, key=lambda p: (p.gpus, p.n_gpus))

@@ -1,0 +1,98 @@
+"""Serving memory from the architecture: weights + KV cache + overhead, per GPU under tensor
+parallelism, and what fits. Speed (decode, prefill, throughput under load) is the
+serving-capacity model in `udfs.physics.capacity`, with the engine profiles of `udfs.catalogs.engines`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import calibration as cal
+from . import shape
+from .arch import kv_bytes_per_layer_token, kv_cache_bytes
+from ..catalogs.catalog import Gpu, Model, Precision, as_precision
+from ..errors import num_error, value_error
+from ..units import GIB, TERA
+
+KV_PRECISION = "bf16"       # KV cache format where a function has no kv_precision argument (16-bit)
+
+
+def weight_bytes(model: Model, precision: Precision | str) -> float:
+    """Bytes of all weights in memory at the given format."""
+    return model.total_params * as_precision(precision).bytes_per_param
+
+
+def streamed_params(model: Model, batch: float) -> float:
+    """Parameters read from memory for one decode step of `batch` sequences.
+
+    The input embedding is a row lookup, not a matrix read, when it is not tied to the
+    output head. For mixture-of-experts, only the experts the batch routes to are read:
+    with E experts and k per token, a batch touches E x (1 - (1 - k/E)^batch) of them."""
+    params = model.total_params - (0 if model.tied_embeddings else model.input_embedding_params)
+    if model.expert_params:
+        experts, k = model.n_experts, model.experts_per_token or 1
+        touched = experts * (1 - (1 - k / experts) ** batch)
+        params -= (experts - touched) * model.expert_params
+    return params
+
+
+def _is_quantized(precision: Precision) -> bool:
+    return precision.kind in ("gguf",) or (precision.kind == "int" and precision.bits_per_param < 8)
+
+
+def _peak_flops(gpu: Gpu, precision: Precision, needed_for: str = "this estimate") -> float:
+    """Dense tensor peak for the format (16-bit when the format has no figure of its own).
+    A GPU with no published tensor figure is not guessed from its FP32 vector rate."""
+    tflops = gpu.tensor_tflops(precision) or gpu.bf16_tflops or gpu.fp16_tflops
+    if not tflops:
+        raise value_error(f"{needed_for} needs the GPU's dense tensor TFLOPS, and there is no published figure for "
+                          f"{gpu.name}; give it with GPU_DEFINE(memory_gb, bandwidth_tbs, bf16_tflops, ...)")
+    return tflops * TERA
+
+
+def has_tensor_peak(gpu: Gpu, precision: Precision) -> bool:
+    return bool(gpu.tensor_tflops(precision) or gpu.bf16_tflops or gpu.fp16_tflops)
+
+
+def serving_memory_gib(model: Model, precision: Precision | str, batch: float = 1, context: float = 4096,
+                       kv_precision: Precision | str = KV_PRECISION, n_gpus: int = 1) -> dict[str, float]:
+    """Per-GPU memory in GiB: weights and KV cache split over n GPUs, plus runtime overhead."""
+    weights = weight_bytes(model, precision) / n_gpus / GIB
+    kv = kv_cache_bytes(model, context, batch, kv_precision) / n_gpus / GIB
+    return {"weights": weights, "kv_cache": kv, "overhead": cal.SERVING_OVERHEAD_GIB,
+            "total": weights + kv + cal.SERVING_OVERHEAD_GIB}
+
+
+def usable_gib(gpu: Gpu, fraction: float = cal.USABLE_MEMORY_FRACTION) -> float:
+    return gpu.memory_gb * fraction
+
+
+def max_batch(model, gpu, precision, context, n_gpus=1, kv_precision=KV_PRECISION,
+              fraction=cal.USABLE_MEMORY_FRACTION) -> int:
+    """Sequences of `context` tokens whose KV cache fits beside the weights (0 if none)."""
+    free = _free_for_kv(model, gpu, precision, n_gpus, fraction)
+    per_sequence = kv_cache_bytes(model, context, 1, kv_precision) / n_gpus / GIB
+    return max(0, math.floor(free / per_sequence))
+
+
+def max_context(model, gpu, precision, batch=1, n_gpus=1, kv_precision=KV_PRECISION,
+                fraction=cal.USABLE_MEMORY_FRACTION) -> int:
+    """Tokens per sequence that fit for `batch` sequences, capped at the model's context length
+    (a sliding-window model holds at most its window, so it is then limited only by that cap)."""
+    free = _free_for_kv(model, gpu, precision, n_gpus, fraction)
+    per_layer_token = kv_bytes_per_layer_token(model, kv_precision) * batch / n_gpus / GIB
+    tokens = shape.max_context_for(model, max(0.0, free) / per_layer_token)
+    limit = model.context_length or tokens
+    if math.isinf(limit):
+        raise num_error(f"every layer of {model.name} holds only its window: give the model's context length")
+    return int(min(math.floor(tokens), limit))
+
+
+def _free_for_kv(model, gpu, precision, n_gpus, fraction) -> float:
+    return usable_gib(gpu, fraction) - weight_bytes(model, precision) / n_gpus / GIB - cal.SERVING_OVERHEAD_GIB
+
+
+def check_gpus(n_gpus: int) -> int:
+    if n_gpus < 1:
+        raise num_error("n_gpus must be >= 1")
+    return n_gpus

@@ -1,0 +1,125 @@
+"""Training estimates from the architecture: per-GPU memory with ZeRO sharding and
+activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+Transformer Models"), QLoRA memory, and compute (6·N·D) to GPU-hours, days and cost."""
+
+from __future__ import annotations
+
+from . import calibration as cal
+from ..catalogs.catalog import Gpu, Model, Precision, as_precision
+from ..errors import value_error
+from ..units import GIB, TERA
+
+# Bytes per parameter of model state in mixed-precision training (weights in the training
+# precision): gradients and optimizer states as the lesson and Megatron count them.
+GRAD_BYTES = 4                      # FP32 gradients (the lesson; Megatron's main-grad buffer)
+OPTIMIZER_BYTES = {"adamw": 12, "adam": 12, "sgd": 8, "none": 0}   # FP32 master + moments
+RECOMPUTE = ("none", "selective", "full")
+NF4_BITS = 4.127                    # QLoRA paper: NF4 + double quantisation
+
+
+def model_state_bytes(params: float, precision: Precision | str, optimizer: str) -> dict[str, float]:
+    weight = as_precision(precision).bytes_per_param
+    if weight >= 4:                 # pure FP32 training needs no extra master copy
+        return {"weights": params * 4, "gradients": params * 4,
+                "optimizer": params * max(0, OPTIMIZER_BYTES[optimizer] - 4)}
+    return {"weights": params * weight, "gradients": params * GRAD_BYTES,
+            "optimizer": params * OPTIMIZER_BYTES[optimizer]}
+
+
+def activation_bytes_per_layer(model: Model, micro_batch: float, seq_len: float, recompute: str,
+                               flash_attention: bool) -> float:
+    """Bytes of activations one layer keeps for the backward pass (16-bit activations).
+
+    Korthikanti et al.: s·b·h·(34 + 5·a·s/h) for a GPT layer with a 4h GeLU MLP; here the
+    MLP part is generalised to the model's FFN width (6·f/h for a gated SwiGLU MLP, 4·f/h
+    for GeLU) beside 15·s·b·h for attention and norms. The 5·a·s/h attention-score term
+    disappears with flash attention or selective recompute; full recompute keeps only the
+    layer input (2·s·b·h)."""
+    s, b, h = seq_len, micro_batch, model.hidden
+    if recompute == "full":
+        return 2 * s * b * h
+    mlp = (6 if model.gated_mlp else 4) * (model.ffn or 4 * h) / h
+    per = s * b * h * (15 + mlp)
+    if not flash_attention and recompute == "none":
+        per += 5 * model.heads * s * s * b
+    return per
+
+
+def logits_bytes(model: Model, micro_batch: float, seq_len: float) -> float:
+    """Output logits in 16-bit plus their FP32 copy for the loss: s·b·V·6 bytes."""
+    return seq_len * micro_batch * (model.vocab or 0) * 6
+
+
+def training_memory_gib(model: Model, precision: Precision | str = "bf16", optimizer: str = "adamw", micro_batch: float = 1,
+                        seq_len: float = 2048, zero_stage: int = 0, n_gpus: int = 1, recompute: str = "none",
+                        flash_attention: bool = True) -> dict[str, float]:
+    """Per-GPU memory in GiB for full training with ZeRO data parallelism over n GPUs:
+    stage 1 shards optimizer states, 2 also gradients, 3 also weights (plus the largest
+    layer gathered whole)."""
+    precision = as_precision(precision)
+    states = model_state_bytes(model.params, precision, optimizer)
+    shard = {k: (n_gpus if zero_stage >= level else 1) for k, level in
+             (("optimizer", 1), ("gradients", 2), ("weights", 3))}
+    parts = {k: states[k] / shard[k] for k in states}
+    if zero_stage >= 3 and n_gpus > 1:
+        parts["weights"] += model.params / model.layers * precision.bytes_per_param
+    parts["activations"] = (model.layers * activation_bytes_per_layer(model, micro_batch, seq_len, recompute,
+                                                                     flash_attention)
+                            + logits_bytes(model, micro_batch, seq_len))
+    result = {k: v / GIB for k, v in parts.items()}
+    result["overhead"] = cal.TRAINING_OVERHEAD_GIB
+    result["total"] = sum(result.values())
+    return result
+
+
+def linear_params(model: Model) -> float:
+    """Parameters in the transformer's linear layers (what QLoRA quantises)."""
+    embeddings = (model.vocab or 0) * model.hidden * (1 if model.tied_embeddings else 2)
+    norms = (2 * model.layers + 1) * model.hidden
+    return model.params - embeddings - norms
+
+
+def lora_params(model: Model, rank: int) -> float:
+    """LoRA adapter parameters, r·(d_in + d_out) for every linear layer of every block
+    (q, k, v, o and the MLP matrices; experts not adapted)."""
+    h, q = model.hidden, model.heads * model.head_size
+    kv = model.kv_head_count * model.head_size
+    f = model.ffn or 4 * h
+    mats = [(h, q), (h, kv), (h, kv), (q, h)] + [(h, f)] * (2 if model.gated_mlp else 1) + [(f, h)]
+    return model.layers * rank * sum(i + o for i, o in mats)
+
+
+def qlora_memory_gib(model: Model, rank: int = 16, seq_len: float = 2048, micro_batch: float = 1,
+                     checkpointing: bool = True, base_bits: float = NF4_BITS) -> dict[str, float]:
+    """QLoRA (Dettmers et al. 2023): NF4 base on linear layers, 16-bit embeddings, head and
+    norms, LoRA adapters trained in FP32 with Adam (16 bytes/param: weight, gradient, m, v),
+    activations (checkpointed: layer inputs plus one layer's working set) and logits."""
+    linear = linear_params(model)
+    base = linear * base_bits / 8 + (model.params - linear) * 2      # base_bits=16: plain LoRA
+    adapters = lora_params(model, rank) * 16
+    per_layer = activation_bytes_per_layer(model, micro_batch, seq_len, "none", True)
+    if checkpointing:
+        acts = model.layers * 2 * seq_len * micro_batch * model.hidden + per_layer
+    else:
+        acts = model.layers * per_layer
+    parts = {"base_weights": base, "adapters": adapters,
+             "activations": acts + logits_bytes(model, micro_batch, seq_len)}
+    result = {k: v / GIB for k, v in parts.items()}
+    result["overhead"] = cal.TRAINING_OVERHEAD_GIB
+    result["total"] = sum(result.values())
+    return result
+
+
+def training_flops(params: float, tokens: float, full_recompute: bool = False) -> float:
+    """6·N·D (forward 2, backward 4 FLOPs per parameter per token); 8·N·D with full recompute."""
+    return (8 if full_recompute else 6) * params * tokens
+
+
+def training_gpu_hours(params: float, tokens: float, gpu: Gpu, mfu: float = cal.DEFAULT_MFU,
+                       precision: Precision | str = "bf16") -> float:
+    precision = as_precision(precision)
+    peak = gpu.tensor_tflops(precision)
+    if not peak:
+        raise value_error(f"training time needs the GPU's dense {precision.name} TFLOPS, and there is no published "
+                          f"figure for {gpu.name}; give it with GPU_DEFINE(memory_gb, bandwidth_tbs, bf16_tflops, ...)")
+    return training_flops(params, tokens) / (peak * TERA * mfu) / 3600

@@ -1,0 +1,310 @@
+"""The GPU picker: every catalog GPU sized for a workload (how many, does it fit, how
+long or how fast, what it costs), ranked by cost or time, each with the reason it wins
+or fails. Nothing here encodes a rule of thumb: the verdicts come from the memory,
+speed, training-time and price estimates.
+
+Assumptions (stated in docs/cost-model.md): training uses ZeRO-3 data parallelism with full
+activation recompute, micro-batch 1 x 2,048 tokens; when the weights and gradients alone
+do not fit one GPU, the model must be sharded and the GPUs need an NVLink-class link
+(catalog.NVLINK_CLASS_GBS; the lesson: tensor parallelism over PCIe is impractical). LoRA/QLoRA jobs
+run on one GPU per replica. Serving is sized by the serving-capacity model
+(capacity.plan_for_demand, as GPUS_FOR_TRAFFIC): each copy runs at the largest batch its KV
+cache holds under the engine's rules and the latency target allows, on the tensor-parallel
+group (1, 2, 4, 8 GPUs) that needs the fewest GPUs for the traffic.
+
+Each option carries its verdict as data (reasons.Reason: a status and figures); the worksheet
+functions and the report render the text from it and decide on the status only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..physics import calibration as cal
+from ..physics import capacity, economics, serving, training
+from ..catalogs import catalog, resolve
+from ..catalogs.catalog import Gpu, Model, Precision, as_precision
+from ..errors import FlopsheetError, num_error, value_error
+from ..catalogs.names import key
+from .reasons import WINNER, Reason, Status
+
+WORKLOADS = ("train", "finetune", "lora", "qlora", "serve")
+OBJECTIVES = ("cost", "time")
+PRICE_BASES = ("auto", "cloud", "owned")
+DEFAULT_DEADLINE_DAYS = 90
+FINETUNE_TOKENS = 1e8        # default fine-tuning data: 100M tokens
+CHINCHILLA_TOKENS_PER_PARAM = 20   # Hoffmann et al. 2022: compute-optimal pre-training
+MAX_GPUS = 100_000
+TP_SIZES = capacity.TP_CHOICES
+
+
+@dataclass(frozen=True)
+class ServingShape:
+    """What serving is sized for: request lengths, the engine (None: the GPU's default) and
+    an optional batch override (None: the largest the KV cache and latency target allow)."""
+    prompt_tokens: float = 1024
+    output_tokens: float = 256
+    engine: object = None
+    batch: int | None = None
+
+
+@dataclass
+class Option:
+    gpu: str
+    count: int
+    fits: bool
+    days: float | None
+    tokens_per_sec: float | None
+    cost: float | None
+    cost_unit: str
+    price_basis: str
+    reason: Reason = WINNER
+    gpus_per_copy: int | None = None     # serving: tensor-parallel group of one model copy
+    batch: int | None = None             # serving: sequences each copy runs at once
+    per_request_tps: float | None = None  # serving: tokens/s each request sees (1000 / TPOT)
+    purchase_unit: int | None = None      # owned: GPUs per system when the count was rounded up to whole systems
+
+    @property
+    def status(self) -> Status:
+        return self.reason.status
+
+    @property
+    def ok(self) -> bool:
+        return self.reason.ok
+
+
+def cloud_rate(gpu: Gpu) -> tuple[float, str] | None:
+    best = catalog.cheapest_cloud_price(gpu.name)
+    return (best.usd_per_gpu_hour, cloud_note(best)) if best else None
+
+
+def cloud_note(row: catalog.CloudPrice) -> str:
+    return f"cloud {row.provider} {row.instance} ${row.usd_per_gpu_hour:g}/GPU-h ({row.price_date})"
+
+
+def owned_rate(gpu: Gpu, ownership: economics.Ownership | None = None, price_usd: float | None = None,
+               price_from: str = "") -> tuple[float, str] | None:
+    """$ per used hour of owning the GPU in a data centre (economics.Ownership: its all-in system
+    price unless one is given, network, colocation, power, opex), with its note; None without a price."""
+    price, o = price_usd or catalog.gpu_price(gpu, "system"), ownership or economics.Ownership()
+    if not price:
+        return None
+    month = o.month(price, gpu.tdp_w or 0)["total"]
+    rate = o.cost_per_gpu_hour(price, gpu.tdp_w or 0)
+    return rate, (f"owned: ${price:,.0f} all-in per GPU{f' ({price_from})' if price_from else ''}, "
+                  f"${month:,.0f} cash per GPU-month over {o.lifetime_years:g} years at {o.cost_of_capital:.0%} "
+                  f"(network, colocation, power, opex included) = ${rate:.3f} per GPU-hour used at "
+                  f"{o.utilization:.0%} utilization")
+
+
+def resolve_basis(workload: str, basis: str) -> str:
+    """`auto`: cloud on-demand to train or fine-tune, the purchase price to serve or adapt."""
+    if basis == "auto":
+        return "owned" if workload in ("serve", "lora", "qlora") else "cloud"
+    return basis
+
+
+def price(gpu: Gpu, workload: str, basis: str) -> tuple[float, str] | None:
+    return (cloud_rate if resolve_basis(workload, basis) == "cloud" else owned_rate)(gpu)
+
+
+def _fail(option: Option, status: Status, **figures) -> Option:
+    option.reason = Reason(status, figures)
+    return option
+
+
+def _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis) -> Option:
+    peak = gpu.tensor_tflops(precision)
+    option = Option(gpu.name, 0, False, None, None, None, "$", rate[1] if rate else "no price")
+    if not peak:
+        return _fail(option, Status.NO_SPEC, precision=precision.name)
+    usable = serving.usable_gib(gpu)
+    if workload in ("lora", "qlora"):
+        mem = training.qlora_memory_gib(model, base_bits=16 if workload == "lora" else training.NF4_BITS)["total"]
+        flops_per_token = 4 * model.active      # no weight gradients for the frozen base
+        n_mem = 1 if mem <= usable else None
+    else:
+        flops_per_token = 6 * model.active
+        n_mem = _gpus_for_training(model, gpu, usable, precision)
+    option.fits = n_mem is not None
+    if not option.fits:
+        return _fail(option, Status.NO_FIT) if workload in ("lora", "qlora") else \
+            _fail(option, Status.NO_FIT, sharded=True)
+    if n_mem > 1 and workload in ("train", "finetune") and _needs_sharding(model, gpu, precision) \
+            and not gpu.nvlink_class:
+        return _fail(option, Status.NEEDS_NVLINK, gpu=gpu.name, link_gbs=gpu.interconnect_gbs or 0,
+                     needed_gbs=catalog.NVLINK_CLASS_GBS)
+    gpu_hours = flops_per_token * tokens / (peak * 1e12 * cal.DEFAULT_MFU) / 3600
+    count = max(n_mem, math.ceil(gpu_hours / (deadline * 24)))
+    option.count, option.days = count, gpu_hours / count / 24
+    if count > MAX_GPUS:
+        return _fail(option, Status.MISSES_DEADLINE, count=count)
+    if rate is None:
+        return _fail(option, Status.NO_PRICE, basis=basis)
+    option.cost = gpu_hours * rate[0]
+    return option
+
+
+def _needs_sharding(model, gpu, precision) -> bool:
+    states = training.model_state_bytes(model.params, precision, "adamw")
+    return (states["weights"] + states["gradients"]) / 2**30 > serving.usable_gib(gpu)
+
+
+def _gpus_for_training(model, gpu, usable, precision) -> int | None:
+    """Fewest GPUs holding the model with ZeRO-3 and full recompute, or None."""
+    one = training.training_memory_gib(model, precision, "adamw", 1, 2048, 3, 1, "full")
+    fixed = one["activations"] + one["overhead"]
+    sharded = one["weights"] + one["gradients"] + one["optimizer"]
+    live_layer = model.params / model.layers * 2 / 2**30
+    room = usable - fixed - live_layer
+    if sharded <= usable - fixed:
+        return 1
+    if room <= 0:
+        return None
+    return math.ceil(sharded / room)
+
+
+def _serving_option(gpu, model, precision, shape: ServingShape, traffic, min_tps, rate, basis) -> Option:
+    option = Option(gpu.name, 0, False, None, None, None, "$ per 1M output tokens", rate[1] if rate else "no price")
+    max_tpot_ms = 1000 / min_tps if min_tps else None
+    try:
+        plan = capacity.plan_for_demand(model, gpu, traffic, shape.prompt_tokens, shape.output_tokens, max_tpot_ms,
+                                        None, precision, None, shape.engine, shape.batch)
+    except capacity.NoFit:
+        return _fail(option, Status.NO_FIT, max_per_copy=TP_SIZES[-1])
+    except capacity.TooSlow as slow:
+        option.fits = True
+        return _fail(option, Status.TOO_SLOW, tokens_per_sec=1000 / slow.best_ms, needed=min_tps)
+    point = plan.point
+    option.fits, option.count = True, plan.gpus
+    option.tokens_per_sec = plan.copies * point.tokens_per_sec
+    option.gpus_per_copy, option.batch, option.per_request_tps = plan.n_gpus, point.batch, 1000 / point.tpot_ms
+    if rate is None:
+        return _fail(option, Status.NO_PRICE, basis=basis)
+    served = traffic or option.tokens_per_sec
+    option.cost = economics.cost_per_1m_output_tokens(rate[0], option.count, served)
+    if not math.isfinite(option.cost):   # e.g. 1e-320 tokens/s: the GPU idles, $/token is unbounded
+        raise num_error(f"tokens_or_traffic ({served:.3g} tokens/s) is too small to price per token")
+    return option
+
+
+def parse_tiers(text: str | tuple = "datacenter") -> tuple[str, ...]:
+    """GPU tiers a deployment may use, from "datacenter", "datacenter,workstation" or "any"."""
+    if isinstance(text, tuple):
+        return text
+    words = [key(w) for w in str(text or "datacenter").replace(";", ",").split(",") if w.strip()]
+    if words in (["any"], ["all"]):
+        return catalog.TIERS
+    bad = [w for w in words if w not in catalog.TIERS]
+    if bad or not words:
+        raise value_error(f"unknown tier {bad[0] if bad else text!r}; use datacenter, workstation, consumer "
+                          f"(comma-separated) or any")
+    return tuple(t for t in catalog.TIERS if t in words)
+
+
+def tier_reason(gpu: Gpu, tiers: tuple[str, ...]) -> Reason | None:
+    """Why a GPU's tier is left out (None when it is allowed)."""
+    if gpu.tier in tiers:
+        return None
+    if gpu.tier == "consumer" and gpu.vendor == "NVIDIA":
+        return Reason(Status.NOT_LICENSED, {"gpu": gpu.name, "include": "any"})
+    include = "any" if gpu.tier == "consumer" else ",".join(dict.fromkeys(tiers + (gpu.tier,)))
+    return Reason(Status.TIER_EXCLUDED, {"tier": gpu.tier, "link_gbs": gpu.interconnect_gbs or 0,
+                                         "include": include})
+
+
+def rank(workload: str, model_or_params: Model | float, precision: Precision | str = "bf16", objective: str = "cost",
+         budget_usd: float | None = None, deadline_days: float | None = None, tokens_or_traffic: float | None = None,
+         batch: int | None = None, price_basis: str = "auto", min_tokens_per_sec: float = 0.0,
+         prompt_tokens: float = 1024, output_tokens: float = 256, engine=None,
+         tiers: str | tuple = "datacenter") -> list[Option]:
+    """Every catalog GPU's option, best first. Serving: `tokens_or_traffic` is output tokens/s
+    (headroom included), `batch` an optional override, `min_tokens_per_sec` the speed each
+    request needs (a TPOT limit of 1000 / it ms). `tiers`: the GPU tiers the deployment may use
+    (others are sized and priced, and fail with the reason)."""
+    model, precision, allowed = resolve.model(model_or_params), as_precision(precision), parse_tiers(tiers)
+    shape = ServingShape(prompt_tokens, output_tokens, engine or None, int(batch) if batch else None)
+    options = []
+    for gpu in catalog.gpus():
+        try:
+            opt, monthly = _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, shape,
+                                   price_basis, min_tokens_per_sec)
+        except FlopsheetError as e:          # a catalog gap for this GPU: it fails, the others still rank
+            opt, monthly = _fail(Option(gpu.name, 0, False, None, None, None, "", ""), Status.NO_SPEC,
+                                 detail=e.message), None
+        if opt.ok and budget_usd and monthly and monthly > budget_usd:
+            _fail(opt, Status.OVER_BUDGET, cost=monthly, budget=budget_usd,
+                  per="month" if workload == "serve" else "job")
+        left_out = tier_reason(gpu, allowed)
+        if left_out:                         # sized and priced all the same, so a reader can compare
+            opt.reason = left_out
+        options.append(opt)
+    key = _sort_key(workload, objective)
+    options.sort(key=lambda o: (not o.ok, key(o)))
+    for o in options[1:]:
+        if o.ok:
+            o.reason = _behind(o, options[0], workload, objective)
+    return options
+
+
+def _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, shape, price_basis, min_tps):
+    """One GPU's option, and the figure a budget applies to ($ per job, or $ per month to serve)."""
+    basis = resolve_basis(workload, price_basis)
+    rate = price(gpu, workload, basis)
+    if workload == "serve":
+        opt = _serving_option(gpu, model, precision, shape, tokens_or_traffic or 0, min_tps, rate, basis)
+        if basis == "owned":
+            whole_systems(opt, gpu, rate, tokens_or_traffic)
+        # the budget applies to the month: every GPU of every replica, rented 730 h or owned (its cash month)
+        hours = economics.HOURS_PER_MONTH * (economics.Ownership().utilization if basis == "owned" else 1)
+        return opt, (rate[0] * opt.count * hours if (opt.ok and rate) else None)
+    tokens = tokens_or_traffic or (CHINCHILLA_TOKENS_PER_PARAM * model.params if workload == "train"
+                                   else FINETUNE_TOKENS)
+    opt = _training_option(gpu, model, workload, precision, tokens, deadline_days or DEFAULT_DEADLINE_DAYS, rate,
+                           basis)
+    return opt, opt.cost
+
+
+def whole_systems(opt: Option, gpu: Gpu, rate, traffic) -> None:
+    """GPUs bought to serve come in whole systems (an 8-GPU HGX board, a 72-GPU NVL72 rack): the
+    count is rounded up to them, the extra GPUs being extra copies (tensor-parallel groups of 1-8
+    divide a system), so capacity grows with the count. (A training job on owned GPUs is charged
+    its share of a fleet kept busy with other work, so its count stays the job's.)"""
+    unit = gpu.system_gpus or 1
+    if not opt.count or opt.count % unit == 0:
+        return
+    bought = math.ceil(opt.count / unit) * unit
+    opt.purchase_unit = unit
+    if opt.tokens_per_sec:
+        demand = traffic or opt.tokens_per_sec       # no traffic given: what the copies sized were for
+        opt.tokens_per_sec *= bought / opt.count
+        if rate and opt.cost is not None:            # the whole systems are paid for, the demand served
+            opt.cost = economics.cost_per_1m_output_tokens(rate[0], bought, demand)
+    opt.count = bought
+
+
+def _sort_key(workload, objective):
+    if objective == "time":
+        if workload == "serve":
+            return lambda o: -(o.tokens_per_sec / o.count if o.tokens_per_sec else 0)
+        return lambda o: o.days if o.days is not None else math.inf
+    return lambda o: o.cost if o.cost is not None else math.inf
+
+
+def _behind(option, best, workload, objective) -> Reason:
+    """An option that meets every constraint, against the winner on the ranking's own measure."""
+    if objective == "cost":
+        return Reason(Status.OK, {"cost_ratio": option.cost / best.cost})
+    if workload == "serve":
+        return Reason(Status.OK, {"throughput_ratio": (option.tokens_per_sec / option.count)
+                                  / (best.tokens_per_sec / best.count)})
+    return Reason(Status.OK, {"time_ratio": option.days / best.days})
+
+
+def recommend(*args, **kwargs) -> Option:
+    options = rank(*args, **kwargs)
+    if not options or not options[0].ok:
+        reasons = "; ".join(f"{o.gpu}: {o.reason.text()}" for o in options[:3])
+        raise num_error(f"no GPU in the catalog meets the constraints ({reasons})")
+    return options[0]

@@ -1,0 +1,435 @@
+"""The report's model: the recommendation and two runners-up from the option sweep
+(sweep.py), why each was chosen, the sensitivity of the recommendation's total cost to each
+main assumption (each moved -25% / +25%, the engine re-run) and the cumulative cost of owning
+against renting. Typed data for workbook_templates/report/ to write, and the `--json` summary
+(ReportSummary, whose field names are the JSON keys).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+
+from ..physics import calibration as cal
+from ..catalogs import catalog
+from . import picker
+from ..physics.economics import HOURS_PER_MONTH
+from ..errors import num_error
+from .scenario import Scenario
+from .sweep import Row, breakeven_month, money, options, owned_count, purchase_price, sort_rows
+
+SWING = 0.25
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """One assumption moved -SWING and +SWING with the rest held, and the recommendation's total cost
+    at each (None: the engine found no such option under the changed assumption)."""
+    assumption: str
+    unit: str                   # "" for a share or factor of 1 (printed as a percentage), else the value's unit
+    base_value: float
+    low_value: float
+    high_value: float
+    low_cost: float | None
+    high_cost: float | None
+    note: str
+    base_cost: float | None     # the recommendation's total cost as analysed
+
+    @property
+    def low_delta(self) -> float | None:
+        return _delta(self.low_cost, self.base_cost)
+
+    @property
+    def high_delta(self) -> float | None:
+        return _delta(self.high_cost, self.base_cost)
+
+    @property
+    def swing(self) -> float:
+        """How far the cost moves between the two ends (an end with no cost counts as no change)."""
+        return abs((self.high_delta or 0) - (self.low_delta or 0))
+
+
+def _delta(cost: float | None, base: float | None) -> float | None:
+    return None if cost is None or base is None else cost - base
+
+
+@dataclass(frozen=True)
+class MissingPrice:
+    """No own-vs-rent comparison for the recommended GPU: the catalog lacks its price on one side."""
+    gpu: str
+    count: int
+    missing: str                # "cloud" or "owned"
+
+
+@dataclass(frozen=True)
+class OwnVsRent:
+    """Cumulative cash by month, owning against renting the recommended GPUs (see own_vs_rent)."""
+    gpu: str
+    count: int                  # GPUs rented: the recommendation's count
+    bought: int                 # GPUs bought: whole systems
+    rent_rate: float            # $/GPU-hour, the cheapest cloud rate (or the scenario's)
+    capex: float                # $ at month 0, all GPUs bought
+    used_hours_per_month: float  # rented hours a month per GPU
+    running_per_month: float    # owned cash a month after the capex, all GPUs bought
+    months: list[int]           # 0 .. the lifetime in months
+    own: list[float]            # cumulative $ owning, by month (residual back in the last)
+    rent: list[float]           # cumulative $ renting, by month
+    crossover_month: int | None  # first month renting has cost more (None: not within the lifetime)
+
+
+@dataclass
+class Result:
+    scenario: Scenario
+    rows: list[Row]
+    best: Row | None
+    runners_up: list[Row]
+    why: dict[tuple[str, str], str] = field(default_factory=dict)   # (gpu, basis) of a pick -> why it was chosen
+    sensitivity: list[Sensitivity] = field(default_factory=list)
+    own_vs_rent: OwnVsRent | MissingPrice | None = None
+    used_gpus: list[str] = field(default_factory=list)
+
+    @property
+    def ok_rows(self) -> list[Row]:
+        return [r for r in self.rows if r.ok]
+
+    def why_chosen(self, r: Row) -> str:
+        """Why the recommendation or a runner-up was chosen ("" for any other row)."""
+        return self.why.get((r.gpu, r.basis), "")
+
+
+# figures of a row that a report prints as numbers: each must be finite (the output guard's rule)
+FINITE_FIGURES = ("days", "gpu_hours", "capacity_tps", "per_request_tps", "seconds_per_request", "rate",
+                  "total_cost", "cost_per_1m")
+
+
+def _check_finite(sc: Scenario, rows: list[Row]) -> None:
+    for r in rows:
+        for name in FINITE_FIGURES:
+            value = getattr(r, name)
+            if value is not None and not math.isfinite(value):
+                work = "the traffic (workload.requests_per_minute or daily_users)" if sc.serving else "workload.tokens"
+                raise num_error(f"{r.label}: {name} is not a finite number ({value}); {work} is too large or too "
+                                f"small to compute with")
+
+
+def analyse(sc: Scenario, sensitivity: bool = True) -> Result:
+    rows = sort_rows(sc, options(sc))
+    _check_finite(sc, rows)
+    ok = [r for r in rows if r.ok]
+    best = ok[0] if ok else None
+    runners: list[Row] = []
+    seen = {(best.gpu, best.basis)} if best else set()
+    for r in ok[1:]:                       # two runners-up that are different GPUs or bases
+        if (r.gpu, r.basis) not in seen:
+            runners.append(r)
+            seen.add((r.gpu, r.basis))
+        if len(runners) == 2:
+            break
+    res = Result(sc, rows, best, runners)
+    if best:
+        res.why[(best.gpu, best.basis)] = _why_best(sc, best, len(ok))
+        for r in runners:                  # each a different GPU or basis, so (gpu, basis) names it
+            res.why[(r.gpu, r.basis)] = _why_runner(sc, r, best)
+        if sensitivity:
+            res.sensitivity = sensitivity_table(sc, best)
+        res.own_vs_rent = own_vs_rent(sc, rows, best)
+    res.used_gpus = sorted({r.gpu for r in rows}, key=lambda g: catalog.gpu_names().index(g))
+    return res
+
+
+def _unit(sc) -> str:
+    return "per month" if sc.serving else "for the job"
+
+
+def _why_best(sc: Scenario, r: Row, n_ok: int) -> str:
+    what = "cheapest" if sc.objective == "cost" else "fastest"
+    head = f"The {what} of {n_ok} options that meet every constraint"
+    outlay = (f" Capex ${r.capex:,.0f} up front." if r.basis == "owned"
+              else f" No capex: {r.rented_hours:,.0f} GPU-hours rented{' a month' if sc.serving else ''}.")
+    if sc.serving:
+        return (f"{head}: ${r.total_cost:,.0f} {_unit(sc)}, ${r.cost_per_1m:,.3f} per 1M output tokens, "
+                f"{r.per_request_tps:,.1f} tokens/s per request ({r.seconds_per_request:,.1f} s for "
+                f"{sc.output_tokens_per_request:g} tokens).{outlay}")
+    return f"{head}: ${r.total_cost:,.0f} {_unit(sc)} in {r.days:,.1f} days on {r.count:,} GPUs.{outlay}"
+
+
+def _why_runner(sc: Scenario, r: Row, best: Row) -> str:
+    cost = r.total_cost / best.total_cost if best.total_cost else math.nan
+    if sc.serving:
+        speed = r.per_request_tps / best.per_request_tps
+        return (f"{cost:.2f}x the recommendation's cost (${r.total_cost:,.0f} {_unit(sc)}); "
+                f"{speed:.2f}x its speed per request ({r.per_request_tps:,.1f} tokens/s).")
+    return (f"{cost:.2f}x the recommendation's cost (${r.total_cost:,.0f}); {r.days:,.1f} days "
+            f"({r.days / best.days:.2f}x the time) on {r.count:,} GPUs.")
+
+
+def _cost_of(sc: Scenario, row: Row, **kw) -> float | None:
+    """Total cost of the same GPU, basis and count rule with changed assumptions (engine re-run)."""
+    for r in options(sc, only=(row.gpu, row.basis), **kw):
+        if r.auto_count == row.auto_count and (row.auto_count or r.count == row.count):
+            return r.total_cost
+    return None
+
+
+def sensitivity_table(sc: Scenario, best: Row) -> list[Sensitivity]:
+    """Each main assumption moved -SWING / +SWING, the engine re-run; the biggest swing first."""
+    o = sc.ownership
+    low_f, high_f = 1 - SWING, 1 + SWING
+    items: list[Sensitivity] = []
+
+    def add(name, unit, base_value, low_value, high_value, low_cost, high_cost, note=""):
+        items.append(Sensitivity(name, unit, base_value, low_value, high_value, low_cost, high_cost, note,
+                                 best.total_cost))
+
+    eff_name = "Decode efficiency (share of modelled speed)" if sc.serving else "MFU (model FLOPs utilization)"
+    eff_base = 1.0 if sc.serving else cal.DEFAULT_MFU
+    add(eff_name, "", eff_base, eff_base * low_f, eff_base * high_f,
+        _cost_of(sc, best, efficiency=low_f), _cost_of(sc, best, efficiency=high_f),
+        "engine re-run on the work divided by the efficiency factor")
+    util_hi = min(1.0, o.utilization * high_f)
+    add("Utilization (owned GPUs)", "", o.utilization, o.utilization * low_f, util_hi,
+        _cost_of(replace(sc, ownership=replace(o, utilization=o.utilization * low_f)), best),
+        _cost_of(replace(sc, ownership=replace(o, utilization=util_hi)), best),
+        ("changes the tokens produced, so $ per 1M tokens, not the monthly cash" if sc.serving and not sc.daily_users
+         else "does not change the monthly cash" if sc.serving else "")
+        + ("; capped at 100%" if util_hi < o.utilization * high_f else ""))
+    add("GPU price ($/GPU-h rented, purchase price owned)", "x", 1.0, low_f, high_f,
+        _cost_of(sc, best, price_scale=low_f), _cost_of(sc, best, price_scale=high_f), "")
+    add("Electricity ($/kWh)", "$/kWh", o.usd_per_kwh, o.usd_per_kwh * low_f, o.usd_per_kwh * high_f,
+        _cost_of(replace(sc, ownership=replace(o, usd_per_kwh=o.usd_per_kwh * low_f)), best),
+        _cost_of(replace(sc, ownership=replace(o, usd_per_kwh=o.usd_per_kwh * high_f)), best),
+        "owned GPUs only")
+    add("Lifetime (years)", "years", o.lifetime_years, o.lifetime_years * low_f, o.lifetime_years * high_f,
+        _cost_of(replace(sc, ownership=replace(o, lifetime_years=o.lifetime_years * low_f)), best),
+        _cost_of(replace(sc, ownership=replace(o, lifetime_years=o.lifetime_years * high_f)), best),
+        "owned GPUs only")
+    work_name = "Traffic (output tokens/s)" if sc.serving else "Training tokens"
+    work = sc.work if sc.work is not None else picker.FINETUNE_TOKENS
+    add(work_name, "tokens/s" if sc.serving else "tokens", work, work * low_f, work * high_f,
+        _cost_of(sc, best, work_scale=low_f) if sc.work is not None else _cost_of(sc, best, efficiency=1 / low_f),
+        _cost_of(sc, best, work_scale=high_f) if sc.work is not None else _cost_of(sc, best, efficiency=1 / high_f),
+        "")
+    items.sort(key=lambda it: it.swing, reverse=True)
+    return items
+
+
+def own_vs_rent(sc: Scenario, rows: list[Row], best: Row) -> OwnVsRent | MissingPrice:
+    """Cumulative cash by month for the recommended GPU and count, bought or rented at its cheapest
+    cloud rate: owning pays the capex (systems + network) at month 0, then facility, power and opex
+    each month, and gets the residual back at the end of the lifetime (financing not shown); renting
+    pays the rate for 730 h a month per GPU serving, for the busy hours (730 x utilization) training.
+    The same money (sweep.money) as every row; MissingPrice when the GPU lacks a price on either side."""
+    g = catalog.gpu(best.gpu)
+    own, rent = money(sc, g, "owned"), money(sc, g, "cloud")
+    if own is None or rent is None:
+        return MissingPrice(g.name, best.count, "cloud" if rent is None else "owned")
+    o, n, bought = sc.ownership, best.count, owned_count(sc, g, best.count)
+    used = HOURS_PER_MONTH * (1 if sc.serving else o.utilization)
+    months = max(1, round(o.lifetime_years * 12))
+    residual = bought * purchase_price(sc, g) * o.residual_fraction
+    own_cash = [bought * (own.capex + own.running * m) - (residual if m == months else 0) for m in range(months + 1)]
+    rent_cash = [n * rent.rate * used * m for m in range(months + 1)]
+    return OwnVsRent(gpu=g.name, count=n, bought=bought, rent_rate=rent.rate, capex=bought * own.capex,
+                     used_hours_per_month=used, running_per_month=bought * own.running,
+                     months=list(range(months + 1)), own=own_cash, rent=rent_cash,
+                     crossover_month=breakeven_month(sc, g, n))
+
+
+# ---------------------------------------------------------------- sentences and the JSON summary
+def breakeven_sentence(res: Result) -> str:
+    """The break-even statement, about the recommended option only (the figures of own_vs_rent)."""
+    best, ovr, sc = res.best, res.own_vs_rent, res.scenario
+    if best is None or ovr is None:
+        return ""
+    what = f"{best.count:,} x {best.gpu}"
+    if isinstance(ovr, MissingPrice):
+        return (f"No break-even for {what}: the catalog has no {ovr.missing} price for it"
+                + (" (add one under [prices] in the scenario)." if ovr.missing == "owned" else "."))
+    hours = "730 h a month each" if sc.serving else f"{ovr.used_hours_per_month:,.0f} busy hours a month each"
+    life = f"{sc.ownership.lifetime_years:g}-year lifetime"
+    if best.basis == "owned":
+        head = (f"Buying {what} (capex ${ovr.capex:,.0f}) instead of renting them at ${ovr.rent_rate:,.2f}/GPU-h "
+                f"for {hours}")
+        tail = (f"pays back in month {ovr.crossover_month}" if ovr.crossover_month
+                else f"does not pay back within the {life}")
+    else:
+        them = "them" if ovr.bought == best.count else f"{ovr.bought:,} (whole systems)"
+        head = (f"Renting {what} at ${ovr.rent_rate:,.2f}/GPU-h for {hours}; buying {them} instead (capex "
+                f"${ovr.capex:,.0f})")
+        tail = (f"would pay back in month {ovr.crossover_month}" if ovr.crossover_month
+                else f"would not pay back within the {life}")
+    return f"{head} {tail}."
+
+
+def count_sentence(sc: Scenario, r: Row | None) -> str:
+    """How the recommended serving count follows from the figures in the report (checkable by hand)."""
+    if r is None or not sc.serving or not r.gpus_per_copy or not r.capacity_tps:
+        return ""
+    copies = r.count // r.gpus_per_copy
+    per_copy = r.capacity_tps / copies
+    needed = sc.traffic_tokens_per_sec
+    copies_needed = max(1, math.ceil(needed / per_copy - 1e-9))
+    head = (f"Why {r.count:,} GPU{'s' if r.count > 1 else ''}: {needed:,.0f} output tokens/s to provision ({sc.requests_per_minute:,.0f} "
+            f"requests/min x {sc.output_tokens_per_request:g} tokens / 60 x (1 + {sc.headroom:.0%} headroom)). One "
+            f"copy of the model runs on {r.gpus_per_copy} GPU{'s' if r.gpus_per_copy > 1 else ''} at "
+            f"{r.batch or 'its'} concurrent requests and makes {per_copy:,.0f} tokens/s, {r.per_request_tps:,.1f} per "
+            f"request")
+    if sc.p95_latency_s:
+        head += f" (>= {sc.min_tokens_per_sec:,.1f} needed for {sc.output_tokens_per_request:g} tokens in " \
+                f"{sc.p95_latency_s:g} s)"
+    head += (f". {needed:,.0f} / {per_copy:,.0f} = {needed / per_copy:,.2f}, so {copies_needed} "
+             f"cop{'ies' if copies_needed > 1 else 'y'} x {r.gpus_per_copy} = {copies_needed * r.gpus_per_copy} "
+             f"GPU{'s' if copies_needed * r.gpus_per_copy > 1 else ''}")
+    if r.purchase_unit and copies_needed * r.gpus_per_copy != r.count:
+        head += (f"; bought as whole {r.purchase_unit}-GPU systems: {r.count:,} GPUs ({copies} copies, "
+                 f"{r.capacity_tps:,.0f} tokens/s)")
+    elif copies_needed != copies:
+        head += f"; {r.count:,} GPUs as set in the scenario ({copies} copies, {r.capacity_tps:,.0f} tokens/s)"
+    return head + "."
+
+
+def _finite(v):
+    """A JSON number: finite or null (json.dumps(allow_nan=False) then never fails on a figure)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+@dataclass(frozen=True)
+class ServingFigures:
+    cost_per_1m_output_tokens_usd: float | None
+    capacity_output_tokens_per_sec: float | None
+    gpus_per_copy: int | None
+    batch: int | None
+    gpus_per_system: int | None
+    tokens_per_sec_per_request: float | None
+    seconds_per_request: float | None
+
+
+@dataclass(frozen=True)
+class TrainingFigures:
+    total_cost_usd: float | None
+    days: float | None
+    gpu_hours: float | None
+
+
+@dataclass(frozen=True)
+class OptionSummary:
+    """One option as `flopsheet report --json` prints it: the field names are the JSON keys, in order,
+    then the workload's own figures (ServingFigures or TrainingFigures) in the same object."""
+    gpu: str
+    count: int
+    basis: str
+    rank: int | None
+    ok: bool
+    reason: str | None                  # why it fails (None: it meets every constraint)
+    status: str                         # reasons.Status value, "ok" when there is no reason
+    capex_usd: float | None
+    monthly_cost_usd: float | None
+    usd_per_gpu_hour: float | None
+    price_basis: str
+    breakeven_month: int | None
+    rented_gpu_hours: float | None
+    monthly_cost_lines_usd: dict[str, float] | None
+    figures: ServingFigures | TrainingFigures
+
+    def to_json(self) -> dict:
+        """The JSON object, flat: every figure finite or null, the monthly lines too."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "figures"} | asdict(self.figures)
+        return {k: ({a: _finite(b) for a, b in v.items()} if isinstance(v, dict) else _finite(v))
+                for k, v in out.items()}
+
+
+@dataclass(frozen=True)
+class ServingSummary:
+    requests_per_minute: float | None
+    output_tokens_per_request: float | None
+    provisioned_output_tokens_per_sec: float | None
+    output_tokens_per_month: float | None
+    p95_latency_s: float | None
+
+
+@dataclass(frozen=True)
+class OwnershipSummary:
+    utilization: float
+    lifetime_years: float
+    pue: float
+    usd_per_kwh: float
+    cost_of_capital: float
+    residual_fraction: float
+    opex_usd_per_gpu_year: float
+    network_share: float
+    usd_per_kw_month: float
+
+
+@dataclass(frozen=True)
+class ReportSummary:
+    """The machine-readable summary `flopsheet report --json` prints (to_json): the same rows as the
+    workbook. Field names are the JSON keys, in order."""
+    scenario: str
+    workload: str
+    model: str
+    precision: str
+    catalog_date: str
+    recommendation: OptionSummary | None
+    runners_up: list[OptionSummary]
+    breakeven: str | None
+    count_explanation: str | None
+    serving: ServingSummary | None
+    ownership: OwnershipSummary
+    tiers: list[str]
+    options: list[OptionSummary]
+
+    def to_json(self) -> dict:
+        return {f.name: _json(getattr(self, f.name)) for f in fields(self)}
+
+
+def _json(v):
+    """Options through their to_json (figures made finite); other records as they are."""
+    if isinstance(v, OptionSummary):
+        return v.to_json()
+    if isinstance(v, list):
+        return [_json(x) for x in v]
+    return asdict(v) if is_dataclass(v) and not isinstance(v, type) else v
+
+
+def option_summary(sc: Scenario, r: Row) -> OptionSummary:
+    figures: ServingFigures | TrainingFigures = (
+        ServingFigures(cost_per_1m_output_tokens_usd=r.cost_per_1m, capacity_output_tokens_per_sec=r.capacity_tps,
+                       gpus_per_copy=r.gpus_per_copy, batch=r.batch, gpus_per_system=r.purchase_unit,
+                       tokens_per_sec_per_request=r.per_request_tps, seconds_per_request=r.seconds_per_request)
+        if sc.serving else TrainingFigures(total_cost_usd=r.total_cost, days=r.days, gpu_hours=r.gpu_hours))
+    return OptionSummary(
+        gpu=r.gpu, count=r.count, basis=r.basis, rank=r.rank, ok=r.ok,
+        reason=r.reason.text() if (r.reason and not r.reason.ok) else None,
+        status=(r.reason.status.value if r.reason else "ok"),
+        capex_usd=r.capex, monthly_cost_usd=r.monthly_cost, usd_per_gpu_hour=r.rate, price_basis=r.rate_note,
+        breakeven_month=r.breakeven_month, rented_gpu_hours=r.rented_hours, monthly_cost_lines_usd=r.lines,
+        figures=figures)
+
+
+def summary(res: Result) -> ReportSummary:
+    sc = res.scenario
+    o = sc.ownership
+    serving = ServingSummary(
+        requests_per_minute=sc.requests_per_minute, output_tokens_per_request=sc.output_tokens_per_request,
+        provisioned_output_tokens_per_sec=sc.traffic_tokens_per_sec, output_tokens_per_month=sc.tokens_per_month,
+        p95_latency_s=sc.p95_latency_s) if sc.serving else None
+    ownership = OwnershipSummary(
+        utilization=o.utilization, lifetime_years=o.lifetime_years, pue=o.pue, usd_per_kwh=o.usd_per_kwh,
+        cost_of_capital=o.cost_of_capital, residual_fraction=o.residual_fraction,
+        opex_usd_per_gpu_year=o.opex_per_gpu_year, network_share=o.network_share,
+        usd_per_kw_month=o.usd_per_kw_month)
+    return ReportSummary(
+        scenario=sc.name, workload=sc.kind, model=sc.model_label, precision=sc.precision,
+        catalog_date=catalog.catalog_date(),
+        recommendation=option_summary(sc, res.best) if res.best else None,
+        runners_up=[option_summary(sc, r) for r in res.runners_up],
+        breakeven=breakeven_sentence(res) or None, count_explanation=count_sentence(sc, res.best) or None,
+        serving=serving, ownership=ownership, tiers=list(sc.tiers),
+        options=[option_summary(sc, r) for r in res.rows])
+
+
+def as_json(res: Result) -> dict:
+    """The machine-readable summary `flopsheet report --json` prints: the same rows as the workbook."""
+    return summary(res).to_json()

@@ -1,0 +1,460 @@
+"""Scenario files for `flopsheet report`: a small TOML file describing one workload, read with
+the standard library's tomllib and validated field by field. Every error names the field and
+the values it accepts; unknown fields are rejected. The format is documented in
+examples/README.md.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import NamedTuple
+
+from ..catalogs import catalog, engines, resolve
+from ..physics import lesson
+from .. import numbers
+from ..physics.economics import Ownership
+from ..errors import FlopsheetError, quote
+from .picker import DEFAULT_DEADLINE_DAYS, OBJECTIVES, WORKLOADS, parse_tiers
+
+BASES = ("cloud", "owned")
+
+TOP_FIELDS = {"name", "description", "workload", "constraints", "candidates", "prices", "ownership"}
+WORKLOAD_FIELDS = {"kind", "model", "params", "precision", "tokens", "requests_per_minute", "daily_users",
+                   "requests_per_user_per_day", "peak_to_average", "output_tokens_per_request", "headroom",
+                   "batch", "prompt_tokens_per_request", "engine"}
+CONSTRAINT_FIELDS = {"deadline_days", "p95_latency_s", "budget_usd", "objective"}
+CANDIDATE_FIELDS = {"gpus", "counts", "pricing", "tiers"}
+MAX_OPTIONS = 10_000       # GPUs x counts x pricing bases one report may sweep (~1 minute, a few MB)
+PRICE_FIELDS = {"usd_per_gpu_hour", "purchase_usd"}
+OWNERSHIP_FIELDS = {f.name for f in fields(Ownership)}
+
+
+class Input(NamedTuple):
+    """One row of the report's inputs table; `share` marks a fraction (shown as a percentage)."""
+    label: str
+    value: object
+    note: str = ""
+    share: bool = False
+
+
+class ScenarioError(FlopsheetError):
+    """A scenario file that cannot be used; the message names the field."""
+
+
+@dataclass
+class Scenario:
+    name: str
+    description: str
+    kind: str
+    model: catalog.Model               # resolved (resolve.model): a count has borrowed a catalog layout
+    model_label: str
+    precision: str
+    tokens: float | None = None        # training tokens
+    requests_per_minute: float | None = None
+    output_tokens_per_request: float | None = None
+    headroom: float = 0.2
+    batch: int | None = None           # serving: an override; None = the largest that fits and meets the target
+    prompt_tokens_per_request: float = 1024
+    engine: str = ""                   # serving engine; blank = the GPU's default (engines.DEFAULT_ENGINE_TEXT)
+    daily_users: float | None = None
+    requests_per_user_per_day: float | None = None
+    peak_to_average: float | None = None
+    deadline_days: float | None = None
+    p95_latency_s: float | None = None
+    budget_usd: float | None = None
+    objective: str = "cost"
+    gpus: list[str] | None = None      # None: every catalog GPU
+    counts: list[int] | None = None    # None: the picker's count ("auto")
+    pricing: tuple[str, ...] = BASES
+    tiers: tuple[str, ...] = ("datacenter",)   # GPU tiers the deployment may use (picker.parse_tiers)
+    cloud_overrides: dict[str, float] = field(default_factory=dict)     # GPU name -> $/GPU-hour
+    purchase_overrides: dict[str, float] = field(default_factory=dict)  # GPU name -> $ per GPU
+    ownership: Ownership = field(default_factory=Ownership)
+    source: str = ""
+
+    @property
+    def serving(self) -> bool:
+        return self.kind == "serve"
+
+    @property
+    def traffic_tokens_per_sec(self) -> float | None:
+        """Output tokens/s to provision: requests/min x tokens / 60 x (1 + headroom) (the lesson's Q4)."""
+        if not self.serving:
+            return None
+        return lesson.tokens_per_sec_needed(self.requests_per_minute, self.output_tokens_per_request,
+                                            self.headroom)
+
+    @property
+    def average_load(self) -> float:
+        """Average traffic as a share of the peak the GPUs are sized for: 1 / peak_to_average where
+        daily users are given, else the ownership utilization (the share of the hours busy)."""
+        return 1 / self.peak_to_average if self.daily_users else self.ownership.utilization
+
+    @property
+    def tokens_per_month(self) -> float | None:
+        """Output tokens actually produced in a month (730 h): the peak rate (no headroom) x the
+        average load. Cost per 1M tokens divides by this."""
+        if not self.serving:
+            return None
+        return self.requests_per_minute * self.output_tokens_per_request * 60 * 730 * self.average_load
+
+    @property
+    def min_tokens_per_sec(self) -> float:
+        """Generation speed one request needs to finish within the p95 latency target."""
+        if not self.serving or not self.p95_latency_s:
+            return 0.0
+        return self.output_tokens_per_request / self.p95_latency_s
+
+    @property
+    def work(self) -> float | None:
+        """What the picker sizes for: training tokens, or output tokens/s to serve."""
+        return self.traffic_tokens_per_sec if self.serving else self.tokens
+
+    def inputs(self) -> list[Input]:
+        """The rows of the report's inputs table."""
+        rows = [("Scenario", self.name, ""), ("Workload", self.kind, ""), ("Model", self.model_label, ""),
+                ("Precision", self.precision, "")]
+        if self.serving:
+            if self.daily_users:
+                rows += [("Daily users", self.daily_users, ""),
+                         ("Requests per user per day", self.requests_per_user_per_day, "assumption"),
+                         ("Peak-to-average traffic", self.peak_to_average, "assumption")]
+            rows += [("Requests per minute (peak)", self.requests_per_minute, ""),
+                     ("Output tokens per request", self.output_tokens_per_request, ""),
+                     Input("Burst headroom", self.headroom, share=True),
+                     ("Prompt tokens per request", self.prompt_tokens_per_request, ""),
+                     ("Output tokens/s provisioned", self.traffic_tokens_per_sec, "requests/min / 60 x tokens x (1 + headroom)"),
+                     ("Inference engine", self.engine or engines.DEFAULT_ENGINE_TEXT, ""),
+                     ("Concurrent requests per copy (batch)", self.batch or "auto",
+                      "" if self.batch else "largest the KV cache holds and the latency target allows"),
+                     Input("Average traffic as a share of the peak", self.average_load,
+                           "1 / peak-to-average" if self.daily_users else "the utilization below", share=True),
+                     ("Output tokens produced a month", self.tokens_per_month,
+                      "requests/min x tokens x 60 x 730 h x average share; cost per 1M tokens divides by this")]
+            if self.p95_latency_s:
+                rows += [("p95 latency target (s)", self.p95_latency_s, ""),
+                         ("Speed needed per request (tokens/s)", self.min_tokens_per_sec, "tokens / latency")]
+        else:
+            rows.append(("Training tokens", self.tokens, ""))
+            rows.append(("Deadline (days)", self.deadline_days,
+                         "" if self.deadline_days else f"none given: {DEFAULT_DEADLINE_DAYS:g} days"))
+        rows += [("Budget ($)", self.budget_usd, "per job" if not self.serving else "per month"),
+                 ("Objective", self.objective, ""),
+                 ("Candidate GPUs", "all" if self.gpus is None else ", ".join(self.gpus), ""),
+                 ("GPU counts", "auto (fewest that meet the constraints)" if self.counts is None
+                  else ", ".join(str(c) for c in self.counts), ""),
+                 ("Pricing", ", ".join(self.pricing), ""),
+                 ("GPU tiers", ", ".join(self.tiers), "others are sized but left out, with the reason")]
+        for g, v in self.cloud_overrides.items():
+            rows.append((f"Negotiated rate {g} ($/GPU-h)", v, "price override"))
+        for g, v in self.purchase_overrides.items():
+            rows.append((f"Purchase price {g} ($)", v, "price override"))
+        o = self.ownership
+        rows += [Input("Utilization (owned)", o.utilization, share=True), ("Lifetime (years)", o.lifetime_years, ""),
+                 ("PUE", o.pue, ""), ("Electricity ($/kWh)", o.usd_per_kwh, ""),
+                 Input("Cost of capital", o.cost_of_capital, share=True),
+                 Input("Residual value (share of price)", o.residual_fraction, share=True),
+                 ("Opex per GPU-year ($)", o.opex_per_gpu_year, ""),
+                 Input("Scale-out network (share of system price)", o.network_share, share=True),
+                 ("Colocation ($ per kW-month)", o.usd_per_kw_month, "0 = you own the building")]
+        return [Input(*r) for r in rows]
+
+
+# ---------------------------------------------------------------- validation helpers
+def _type_name(v) -> str:
+    return {bool: "true/false", str: "text", int: "a number", float: "a number", list: "a list",
+            dict: "a table"}.get(type(v), type(v).__name__)
+
+
+def _table(data: dict, key: str, allowed: set[str], required: bool = False) -> dict:
+    if key not in data:
+        if required:
+            raise ScenarioError(f"missing [{key}] table; it needs: {', '.join(sorted(allowed))}")
+        return {}
+    value = data[key]
+    if not isinstance(value, dict):
+        raise ScenarioError(f"{key}: must be a table ([{key}]), got {_type_name(value)}")
+    _unknown(value, allowed, key)
+    return value
+
+
+def _unknown(table: dict, allowed: set[str], where: str):
+    extra = sorted(set(table) - allowed)
+    if extra:
+        raise ScenarioError(f"{where}: unknown field {quote(extra[0])}" + (f" (and {', '.join(map(quote, extra[1:]))})"
+                                                                      if extra[1:] else "")
+                            + f"; allowed fields: {', '.join(sorted(allowed))}")
+
+
+def _number(table: dict, key: str, where: str, *, required=False, default=None, low=None, high=None,
+            low_open=False, integer=False):
+    name = f"{where}.{key}"
+    if key not in table:
+        if required:
+            raise ScenarioError(f"{name}: missing; it is required" + _range_text(low, high, low_open))
+        return default
+    v = table[key]
+    if isinstance(v, str) and numbers.try_parse(v) is not None:
+        v = numbers.try_parse(v)                   # "$12,000", "70%", "2T": the one rule for typed numbers
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ScenarioError(f"{name}: must be a number{_range_text(low, high, low_open)}, got {_type_name(v)} {quote(v)}"
+                            + (f" ({numbers.RULE})" if isinstance(v, str) else ""))
+    v = float(v)
+    if not math.isfinite(v):
+        raise ScenarioError(f"{name}: must be a finite number, got {quote(v)}")
+    if integer and not v.is_integer():
+        raise ScenarioError(f"{name}: must be a whole number, got {quote(v)}")
+    if low is not None and (v <= low if low_open else v < low) or high is not None and v > high:
+        raise ScenarioError(f"{name}: {v:g} is out of range; allowed{_range_text(low, high, low_open)}")
+    return int(v) if integer else v
+
+
+def _range_text(low, high, low_open) -> str:
+    if low is not None and high is not None:
+        return f" {'>' if low_open else '>='} {low:g} and <= {high:g}"
+    if low is not None:
+        return f" {'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f" <= {high:g}"
+    return ""
+
+
+def _choice(table: dict, key: str, where: str, choices, default=None, required=False) -> str:
+    name = f"{where}.{key}"
+    if key not in table:
+        if required:
+            raise ScenarioError(f"{name}: missing; allowed values: {', '.join(choices)}")
+        return default
+    v = table[key]
+    if not isinstance(v, str) or v.strip().lower() not in choices:
+        raise ScenarioError(f"{name}: {quote(v)} is not allowed; allowed values: {', '.join(choices)}")
+    return v.strip().lower()
+
+
+def _text(table: dict, key: str, where: str, required=False, default="") -> str:
+    if key not in table:
+        if required:
+            raise ScenarioError(f"{where}{key}: missing; it is required (text)")
+        return default
+    v = table[key]
+    if not isinstance(v, str):
+        raise ScenarioError(f"{where}{key}: must be text, got {_type_name(v)} {quote(v)}")
+    if len(v) > 500:
+        raise ScenarioError(f"{where}{key}: too long ({len(v)} characters; at most 500)")
+    return v
+
+
+def _gpu_name(name, where: str) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ScenarioError(f"{where}: GPU names must be text, got {_type_name(name)} {quote(name)}")
+    try:
+        return catalog.gpu(name).name
+    except FlopsheetError as e:
+        raise ScenarioError(f"{where}: unknown GPU {quote(name)} ({e.message if hasattr(e, 'message') else e}); "
+                            f"allowed: a catalog GPU name such as {', '.join(catalog.gpu_names()[:6])}, ... "
+                            f"(`flopsheet calc GPU_LIST` lists them) or \"all\"") from None
+
+
+# ---------------------------------------------------------------- parsing
+def load(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(f"scenario file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError(f"cannot read scenario file {path}: {e}") from None
+    return parse(text, source=str(path))
+
+
+def parse(text: str, source: str = "<scenario>") -> Scenario:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{source}: not valid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={...}}
+        raise ScenarioError(f"{source}: values are nested too deeply; a scenario needs at most a list "
+                            f"inside a table") from None
+    return from_dict(data, source)
+
+
+def _check_sweep_size(sc: Scenario) -> None:
+    """Refuse a sweep too large to compute and write in reasonable time and memory."""
+    gpus = len(sc.gpus) if sc.gpus is not None else len(catalog.gpus())
+    counts = len(sc.counts) if sc.counts is not None else 1
+    total = gpus * counts * len(sc.pricing)
+    if total > MAX_OPTIONS:
+        raise ScenarioError(f"candidates: the sweep has {total:,} options ({gpus} GPUs x {counts:,} counts x "
+                            f"{len(sc.pricing)} pricing bases); at most {MAX_OPTIONS:,}. Narrow it: fewer "
+                            f"candidates.counts (or \"auto\"), a list of candidates.gpus, or one candidates.pricing")
+
+
+def from_dict(data: dict, source: str = "") -> Scenario:
+    _unknown(data, TOP_FIELDS, "scenario")
+    name = _text(data, "name", "", required=True).strip()
+    if not name:
+        raise ScenarioError("name: must not be empty")
+    description = _text(data, "description", "")
+
+    w = _table(data, "workload", WORKLOAD_FIELDS, required=True)
+    kind = _choice(w, "kind", "workload", WORKLOADS, required=True)
+    model, label = _model(w)
+    precision = w.get("precision", "bf16")
+    try:
+        if not isinstance(precision, str):
+            raise FlopsheetError("")
+        precision = catalog.precision_row(precision).name
+    except FlopsheetError:
+        raise ScenarioError(f"workload.precision: {quote(precision)} is not allowed; allowed values: "
+                            f"{', '.join(p.name for p in catalog.precisions())}") from None
+
+    c = _table(data, "constraints", CONSTRAINT_FIELDS)
+    sc = Scenario(name=name, description=description, kind=kind, model=model, model_label=label,
+                  precision=precision, source=source,
+                  deadline_days=_number(c, "deadline_days", "constraints", low=0, low_open=True),
+                  p95_latency_s=_number(c, "p95_latency_s", "constraints", low=0, low_open=True),
+                  budget_usd=_number(c, "budget_usd", "constraints", low=0, low_open=True),
+                  objective=_choice(c, "objective", "constraints", OBJECTIVES, default="cost"))
+
+    serve_only = {"requests_per_minute", "daily_users", "requests_per_user_per_day", "peak_to_average",
+                  "output_tokens_per_request", "headroom", "batch", "prompt_tokens_per_request", "engine"}
+    if kind == "serve":
+        if "tokens" in w:
+            raise ScenarioError("workload.tokens: only for training workloads; for kind = \"serve\" give "
+                                "requests_per_minute (or daily_users) and output_tokens_per_request")
+        _serving(w, sc)
+    else:
+        misplaced = sorted(serve_only & set(w))
+        if misplaced:
+            raise ScenarioError(f"workload.{misplaced[0]}: only for kind = \"serve\"; training workloads take "
+                                f"tokens")
+        if sc.p95_latency_s:
+            raise ScenarioError("constraints.p95_latency_s: only for kind = \"serve\"")
+        sc.tokens = _number(w, "tokens", "workload", required=kind == "train", low=0, low_open=True)
+
+    k = _table(data, "candidates", CANDIDATE_FIELDS)
+    gpus = k.get("gpus", "all")
+    if isinstance(gpus, str) and gpus.strip().lower() == "all":
+        sc.gpus = None
+    elif isinstance(gpus, list) and gpus:
+        names = [_gpu_name(g, f"candidates.gpus[{i}]") for i, g in enumerate(gpus)]
+        sc.gpus = list(dict.fromkeys(names))
+    else:
+        raise ScenarioError(f"candidates.gpus: must be \"all\" or a non-empty list of catalog GPU names, "
+                            f"got {_type_name(gpus)} {quote(gpus)}")
+    counts = k.get("counts", "auto")
+    if isinstance(counts, str) and counts.strip().lower() == "auto":
+        sc.counts = None
+    elif isinstance(counts, list) and counts:
+        out = []
+        for i, n in enumerate(counts):
+            out.append(_number({f"counts[{i}]": n}, f"counts[{i}]", "candidates", low=1, high=100_000,
+                               integer=True))
+        sc.counts = sorted(set(out))
+    else:
+        raise ScenarioError(f"candidates.counts: must be \"auto\" or a non-empty list of whole numbers >= 1, "
+                            f"got {_type_name(counts)} {quote(counts)}")
+    pricing = k.get("pricing", list(BASES))
+    if isinstance(pricing, str):
+        pricing = [pricing]
+    if not isinstance(pricing, list) or not pricing or any(not isinstance(p, str) or p not in BASES
+                                                           for p in pricing):
+        raise ScenarioError(f"candidates.pricing: {quote(k.get('pricing'))} is not allowed; allowed values: a list of "
+                            f"{', '.join(BASES)}")
+    sc.pricing = tuple(b for b in BASES if b in pricing)
+    tiers = k.get("tiers", "datacenter")
+    try:
+        if not isinstance(tiers, (str, list)) or isinstance(tiers, list) and not all(isinstance(t, str) for t in tiers):
+            raise FlopsheetError("")
+        sc.tiers = parse_tiers(",".join(tiers) if isinstance(tiers, list) else tiers)
+    except FlopsheetError:
+        raise ScenarioError(f"candidates.tiers: {quote(tiers)} is not allowed; allowed values: \"datacenter\" (default), "
+                            f"\"datacenter,workstation\", \"any\" or a list of {', '.join(catalog.TIERS)}") from None
+    _check_sweep_size(sc)
+
+    prices = data.get("prices", {})
+    if not isinstance(prices, dict):
+        raise ScenarioError(f"prices: must be a table of GPU names, got {_type_name(prices)}")
+    for g, table in prices.items():
+        gname = _gpu_name(g, f"prices.{quote(g)}")
+        where = f"prices.{quote(g)}"
+        if not isinstance(table, dict):
+            raise ScenarioError(f"{where}: must be a table with usd_per_gpu_hour and/or purchase_usd, "
+                                f"got {_type_name(table)}")
+        _unknown(table, PRICE_FIELDS, where)
+        if not table:
+            raise ScenarioError(f"{where}: give usd_per_gpu_hour and/or purchase_usd")
+        rate = _number(table, "usd_per_gpu_hour", where, low=0, low_open=True, high=1000)
+        buy = _number(table, "purchase_usd", where, low=0, low_open=True, high=10_000_000)
+        if rate is not None:
+            sc.cloud_overrides[gname] = rate
+        if buy is not None:
+            sc.purchase_overrides[gname] = buy
+
+    o = _table(data, "ownership", OWNERSHIP_FIELDS)
+    limits = {"utilization": dict(low=0, low_open=True, high=1), "lifetime_years": dict(low=0, low_open=True, high=30),
+              "pue": dict(low=1, high=5), "usd_per_kwh": dict(low=0, high=10), "cost_of_capital": dict(low=0, high=1),
+              "residual_fraction": dict(low=0, high=1), "opex_per_gpu_year": dict(low=0, high=1e7),
+              "network_share": dict(low=0, high=1), "usd_per_kw_month": dict(low=0, high=10_000)}
+    defaults = Ownership()
+    sc.ownership = Ownership(**{k: _number(o, k, "ownership", default=getattr(defaults, k), **lim)
+                                for k, lim in limits.items()})
+    return sc
+
+
+def _model(w: dict) -> tuple[object, str]:
+    if "model" in w and "params" in w:
+        raise ScenarioError("workload.model / workload.params: give one, not both")
+    if "model" in w:
+        m = w["model"]
+        if not isinstance(m, str) or not m.strip():
+            raise ScenarioError(f"workload.model: must be a catalog model name (text), got {_type_name(m)} {quote(m)}; "
+                                f"or give workload.params (a parameter count)")
+        try:
+            model = catalog.model(m)
+        except FlopsheetError:
+            raise ScenarioError(f"workload.model: unknown model {quote(m)}; allowed: a catalog model such as "
+                                f"{', '.join(x.name for x in catalog.models()[:6])}, ... or give workload.params "
+                                f"(a parameter count such as 7e9)") from None
+        return model, model.name
+    if "params" in w:
+        p = _number(w, "params", "workload", low=1e6, high=1e13)
+        model = resolve.model(p)
+        return model, f"{p / 1e9:g}B parameters (layout of {model.layout_from})"
+    raise ScenarioError("workload.model: missing; give a catalog model name (workload.model) or a parameter "
+                        "count (workload.params)")
+
+
+def _serving(w: dict, sc: Scenario):
+    rpm = _number(w, "requests_per_minute", "workload", low=0, low_open=True)
+    users = _number(w, "daily_users", "workload", low=0, low_open=True)
+    if rpm is not None and users is not None:
+        raise ScenarioError("workload.requests_per_minute / workload.daily_users: give one, not both")
+    if rpm is None and users is None:
+        raise ScenarioError("workload.requests_per_minute: missing; kind = \"serve\" needs requests_per_minute "
+                            "or daily_users (with requests_per_user_per_day and peak_to_average)")
+    if users is not None:
+        per_user = _number(w, "requests_per_user_per_day", "workload", required=True, low=0, low_open=True)
+        peak = _number(w, "peak_to_average", "workload", default=2.0, low=1, high=100)
+        sc.daily_users, sc.requests_per_user_per_day, sc.peak_to_average = users, per_user, peak
+        rpm = users * per_user / (24 * 60) * peak
+    else:
+        for k in ("requests_per_user_per_day", "peak_to_average"):
+            if k in w:
+                raise ScenarioError(f"workload.{k}: only with workload.daily_users")
+    sc.requests_per_minute = rpm
+    sc.output_tokens_per_request = _number(w, "output_tokens_per_request", "workload", required=True, low=0,
+                                           low_open=True, high=1e6)
+    sc.headroom = _number(w, "headroom", "workload", default=0.2, low=0, high=10)
+    sc.batch = _number(w, "batch", "workload", default=None, low=1, high=4096, integer=True)
+    sc.prompt_tokens_per_request = _number(w, "prompt_tokens_per_request", "workload", default=1024, low=1,
+                                           high=1e7)
+    engine = _text(w, "engine", "workload.")
+    if engine:
+        try:
+            sc.engine = engines.engine(engine).name
+        except FlopsheetError as e:
+            raise ScenarioError(f"workload.engine: {e.message}") from None

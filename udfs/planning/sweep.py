@@ -1,0 +1,305 @@
+"""The option sweep behind `flopsheet report`: every candidate GPU x count x pricing basis sized
+by the picker (udfs.planning.picker.rank), priced with the scenario's own assumptions (negotiated rates,
+purchase prices, utilization, lifetime, power, financing) and ranked. Each row's verdict is a
+reasons.Reason (decided on its status, never on its text). report_model.py builds the
+recommendation, the sensitivity analysis and own-vs-rent on top.
+
+Pricing: the picker sizes each option (at catalog rates); the sweep prices it at the scenario's.
+Rented: $/GPU-hour x the GPU-hours rented (the job's GPU-hours training; every GPU for 730 h a month
+serving). Owned: the data-centre month of economics.Ownership (capital recovery of the all-in system
+price, network, colocation, power, opex) - cash, the same whatever the utilization; a training job
+bears GPU-hours x that month / (730 h x utilization). Serving cost per 1M output tokens = the
+monthly cost / the tokens produced a month (Scenario.tokens_per_month). Capex and the month owning
+breaks even against renting the same GPU are on every row.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from ..catalogs import catalog
+from ..physics import economics
+from . import picker
+from ..physics.economics import HOURS_PER_MONTH
+from .reasons import Reason, Status
+from .scenario import Scenario
+
+
+@dataclass
+class Row:
+    gpu: str
+    basis: str                    # "cloud" | "owned"
+    count: int
+    auto_count: bool              # the picker's count (fewest that meet the constraints)
+    fits: bool
+    reason: Reason | None = None  # None: meets every constraint
+    days: float | None = None     # training
+    gpu_hours: float | None = None
+    capacity_tps: float | None = None        # serving: output tokens/s the GPUs can generate
+    per_request_tps: float | None = None     # serving: tokens/s each request sees
+    seconds_per_request: float | None = None
+    rate: float | None = None                # $/GPU-hour used
+    rate_note: str = ""
+    total_cost: float | None = None          # $ per job (training) or $ per month (serving)
+    cost_per_1m: float | None = None         # serving: monthly cost / output tokens produced
+    monthly_cost: float | None = None        # cash a month: owned = the GPUs' data-centre month; cloud = rent
+    capex: float | None = None               # owned: systems + network, paid up front; cloud: 0
+    rented_hours: float | None = None        # cloud: GPU-hours rented (a month serving, the job training)
+    lines: dict | None = None                # owned: the monthly cash by line, all GPUs
+    breakeven_month: int | None = None       # owning vs renting this GPU and count (None: not within the life)
+    gpus_per_copy: int | None = None         # serving: the tensor-parallel group of one model copy
+    batch: int | None = None                 # serving: sequences each copy runs at once
+    purchase_unit: int | None = None         # owned: GPUs per system, where the count was rounded up to whole ones
+    rank: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None or self.reason.ok
+
+    def fail(self, status: Status, **figures) -> None:
+        self.reason = Reason(status, figures)
+
+    @property
+    def label(self) -> str:
+        return f"{self.count} x {self.gpu} ({self.basis})"
+
+    @property
+    def time(self) -> float | None:
+        return self.days if self.days is not None else self.seconds_per_request
+
+
+# ---------------------------------------------------------------- prices
+def purchase_price(sc: Scenario, gpu: catalog.Gpu, price_scale: float = 1.0) -> float | None:
+    """All-in price per GPU (its share of a server): the scenario's quote, else the catalog's."""
+    price = sc.purchase_overrides.get(gpu.name, catalog.gpu_price(gpu, "system"))
+    return price * price_scale if price else None
+
+
+@dataclass
+class Money:
+    """One GPU's money under one basis: $/GPU-hour (rent, or owned cost per used hour), cash a
+    month per GPU (rent for 730 h, or the data-centre month), capex and running cash per GPU."""
+    rate: float
+    note: str
+    month: float
+    capex: float = 0.0
+    running: float = 0.0
+    lines: dict | None = None
+
+
+def money(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0) -> Money | None:
+    rate = scenario_rate(sc, gpu, basis, price_scale)
+    if rate is None:
+        return None
+    if basis == "cloud":
+        return Money(rate[0], rate[1], rate[0] * HOURS_PER_MONTH)
+    price, o = purchase_price(sc, gpu, price_scale), sc.ownership
+    lines = o.month(price, gpu.tdp_w or 0)
+    return Money(rate[0], rate[1], lines["total"], o.capex(price), o.running_per_month(price, gpu.tdp_w or 0), lines)
+
+
+def owned_count(sc: Scenario, gpu: catalog.Gpu, count: int) -> int:
+    """GPUs to buy in place of `count`: whole systems to serve (picker.whole_systems), the same
+    count to train (a job's share of a fleet)."""
+    unit = (gpu.system_gpus or 1) if sc.serving else 1
+    return math.ceil(count / unit) * unit
+
+
+def breakeven_month(sc: Scenario, gpu: catalog.Gpu, count: int, price_scale: float = 1.0) -> int | None:
+    """First month in which renting `count` of this GPU at its cheapest cloud rate has cost as much as
+    buying them (whole systems to serve; capex up front) and running them; rent is for 730 h a month
+    serving, for the busy hours (730 x utilization) training. None: no price on one side, or not
+    within the lifetime."""
+    own, rent = money(sc, gpu, "owned", price_scale), money(sc, gpu, "cloud", price_scale)
+    if own is None or rent is None:
+        return None
+    hours = HOURS_PER_MONTH * (1 if sc.serving else sc.ownership.utilization)
+    bought = owned_count(sc, gpu, count)
+    saving = count * rent.rate * hours - bought * own.running
+    months = round(sc.ownership.lifetime_years * 12)
+    if saving <= 0:
+        return None
+    m = math.ceil(bought * own.capex / saving - 1e-9)
+    return m if m <= months else None
+
+
+def scenario_rate(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0) -> tuple[float, str] | None:
+    """$/GPU-hour and its note: the scenario's price where it gives one, else the catalog's."""
+    if basis == "cloud":
+        if gpu.name in sc.cloud_overrides:
+            r = sc.cloud_overrides[gpu.name] * price_scale
+            return r, f"negotiated ${sc.cloud_overrides[gpu.name]:g}/GPU-h (scenario)"
+        row = catalog.cheapest_cloud_price(gpu.name)
+        if row is None:
+            return None
+        return row.usd_per_gpu_hour * price_scale, picker.cloud_note(row)
+    price = purchase_price(sc, gpu, price_scale)
+    where = "scenario" if gpu.name in sc.purchase_overrides else "catalog"
+    return picker.owned_rate(gpu, sc.ownership, price, where) if price else None
+
+
+# ---------------------------------------------------------------- options
+def candidates(sc: Scenario) -> list[catalog.Gpu]:
+    if sc.gpus is None:
+        return list(catalog.gpus())
+    return [catalog.gpu(g) for g in sc.gpus]
+
+
+def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, price_scale: float = 1.0,
+            only: tuple[str, str] | None = None) -> list[Row]:
+    """Every candidate GPU x count x basis. `efficiency` scales MFU (training) or decode speed
+    (serving) - the engine is re-run on the work divided by it; `work_scale` scales the tokens
+    or traffic; `price_scale` the $/GPU-hour and purchase prices. `only` = (gpu, basis)."""
+    model = sc.model
+    work = sc.work * work_scale if sc.work is not None else None
+    sized = work / efficiency if work is not None else None
+    if sized is None and efficiency != 1.0:           # default fine-tuning tokens
+        sized = picker.FINETUNE_TOKENS / efficiency
+    deadline = sc.deadline_days or picker.DEFAULT_DEADLINE_DAYS
+    names = {g.name for g in candidates(sc)}
+    rows: list[Row] = []
+    for basis in sc.pricing:
+        if only and only[1] != basis:
+            continue
+        ranked = picker.rank(sc.kind, model, sc.precision, sc.objective, None, sc.deadline_days, sized, sc.batch,
+                             basis, sc.min_tokens_per_sec if efficiency == 1.0 else sc.min_tokens_per_sec / efficiency,
+                             sc.prompt_tokens_per_request, sc.output_tokens_per_request or 256, sc.engine,
+                             sc.tiers)
+        for opt in ranked:
+            if opt.gpu not in names or (only and only[0] != opt.gpu):
+                continue
+            gpu = catalog.gpu(opt.gpu)
+            rate = scenario_rate(sc, gpu, basis, price_scale)
+            if sc.serving:
+                rows += _serving_rows(sc, model, gpu, opt, basis, rate, work, efficiency, work_scale, price_scale)
+            else:
+                rows += _training_rows(sc, opt, basis, rate, deadline, price_scale)
+    if sc.budget_usd:
+        for r in rows:
+            if r.ok and r.total_cost is not None and r.total_cost > sc.budget_usd:
+                r.fail(Status.OVER_BUDGET, cost=r.total_cost, budget=sc.budget_usd,
+                       per="month" if sc.serving else "job")
+    return rows
+
+
+# the picker's verdicts a scenario price may still change (the picker priced at catalog rates)
+PRICE_VERDICTS = (Status.OK, Status.NO_PRICE, Status.OVER_BUDGET)
+
+
+def _base_row(opt: picker.Option, basis: str, rate) -> Row:
+    """The picker's option as a row, with its verdict unless only the price decided it."""
+    return Row(opt.gpu, basis, opt.count, True, opt.fits, None if opt.status in PRICE_VERDICTS else opt.reason,
+               rate_note=rate[1] if rate else "no price")
+
+
+def _no_price(r: Row, basis: str) -> None:
+    if r.ok:
+        r.fail(Status.NO_PRICE, basis=basis, scenario=True)
+
+
+def _training_rows(sc: Scenario, opt, basis: str, rate, deadline: float, price_scale: float = 1.0) -> list[Row]:
+    base = _base_row(opt, basis, rate)
+    if opt.days is None or opt.status not in PRICE_VERDICTS:
+        base.days = opt.days
+        return _same_for_counts(sc, base)
+    gpu_hours = opt.days * opt.count * 24
+    min_count = opt.count
+    deadline_count = math.ceil(gpu_hours / (deadline * 24))
+    out = []
+    counts = [opt.count] + [c for c in (sc.counts or []) if c != opt.count]
+    for c in counts:
+        r = Row(opt.gpu, basis, c, c == opt.count, True, days=gpu_hours / c / 24, gpu_hours=gpu_hours)
+        if c < min_count and min_count > deadline_count:
+            r.fits = False
+            r.fail(Status.NO_FIT, count=c, min_count=min_count)
+        elif r.days > deadline * (1 + 1e-9):
+            r.fail(Status.MISSES_DEADLINE, days=r.days, deadline=deadline)
+        if rate is None:
+            _no_price(r, basis)
+        else:
+            _price(sc, r, money(sc, catalog.gpu(opt.gpu), basis, price_scale), c, price_scale)
+            r.total_cost = gpu_hours * r.rate
+            r.rented_hours = gpu_hours if basis == "cloud" else None
+        out.append(r)
+    return out
+
+
+def _price(sc: Scenario, r: Row, m: Money, count: int, price_scale: float) -> None:
+    """The money of `count` GPUs on a row (the same figures for every sheet, chart and the JSON)."""
+    r.rate, r.rate_note = m.rate, m.note
+    r.monthly_cost = m.month * count
+    r.capex = m.capex * count
+    r.lines = {k: v * count for k, v in m.lines.items()} if m.lines else None
+    r.breakeven_month = breakeven_month(sc, catalog.gpu(r.gpu), count, price_scale)
+
+
+def _same_for_counts(sc: Scenario, base: Row) -> list[Row]:
+    """An option that fails whatever the count: one row, and one per scenario count."""
+    return [base] + [replace(base, count=c, auto_count=False) for c in (sc.counts or []) if c != base.count]
+
+
+def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: float, efficiency: float = 1.0,
+                  work_scale: float = 1.0, price_scale: float = 1.0) -> list[Row]:
+    base = _base_row(opt, basis, rate)
+    tp = opt.gpus_per_copy
+    if tp is None or not opt.count or not opt.tokens_per_sec:
+        return _same_for_counts(sc, base)
+    per_copy = opt.tokens_per_sec / (opt.count / tp)
+    per_copy_true = per_copy * efficiency       # the sizing run used the traffic / efficiency
+    out = []
+    counts = [opt.count] + [c for c in (sc.counts or []) if c != opt.count]
+    for c in counts:
+        copies = c // tp
+        r = Row(opt.gpu, basis, c, c == opt.count, copies >= 1)
+        if copies < 1:
+            r.fail(Status.NO_FIT, count=c, per_copy=tp)
+            out.append(r)
+            continue
+        r.capacity_tps = per_copy_true * copies
+        r.gpus_per_copy, r.batch = tp, opt.batch
+        r.purchase_unit = opt.purchase_unit if c == opt.count else None
+        r.per_request_tps = opt.per_request_tps * efficiency
+        r.seconds_per_request = sc.output_tokens_per_request / r.per_request_tps
+        if opt.status is Status.TOO_SLOW or (c == opt.count and opt.status not in PRICE_VERDICTS):
+            r.reason = opt.reason
+        elif r.capacity_tps < traffic * (1 - 1e-9) and c != opt.count:
+            r.fail(Status.TOO_LITTLE_THROUGHPUT, capacity=r.capacity_tps, needed=traffic)
+        if rate is None:
+            _no_price(r, basis)
+        else:
+            _price(sc, r, money(sc, gpu, basis, price_scale), c, price_scale)
+            r.total_cost = r.monthly_cost
+            r.rented_hours = c * HOURS_PER_MONTH if basis == "cloud" else None
+            r.cost_per_1m = served_cost_per_1m(r.monthly_cost, c, sc.tokens_per_month * work_scale)
+        out.append(r)
+    return out
+
+
+def served_cost_per_1m(monthly_cost: float, count: int, tokens_per_month: float) -> float:
+    """$ per 1M output tokens served: economics.cost_per_1m_output_tokens with the GPUs' cost an hour
+    (the month's cost / 730: rent for every hour, or the owned cash month) over the output tokens/s
+    actually served on average (a month's tokens / 730 h). Against COST_PER_1M_OUTPUT_TOKENS (the copy
+    at full use) it is higher by capacity / average traffic: the burst headroom, whole copies and the
+    average load (the utilization) all leave GPU-hours idle."""
+    return economics.cost_per_1m_output_tokens(monthly_cost / (count * HOURS_PER_MONTH), count,
+                                               tokens_per_month / (HOURS_PER_MONTH * 3600))
+
+
+def sort_rows(sc: Scenario, rows: list[Row]) -> list[Row]:
+    if sc.objective == "time":
+        if sc.serving:
+            key = lambda r: (r.seconds_per_request or math.inf, r.total_cost or math.inf)  # noqa: E731
+        else:
+            key = lambda r: (r.days if r.days is not None else math.inf, r.total_cost or math.inf)  # noqa: E731
+    else:
+        key = lambda r: (r.total_cost if r.total_cost is not None else math.inf, r.time or math.inf)  # noqa: E731
+    ordered = sorted(rows, key=lambda r: (not r.ok, key(r), r.gpu, r.basis, r.count))
+    n = 0
+    for r in ordered:
+        if r.ok:
+            n += 1
+            r.rank = n
+    return ordered
+
+
