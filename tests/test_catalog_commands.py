@@ -87,7 +87,7 @@ def test_catalog_check_reports_file_line_and_column(tmp_path):
                                         "Acme,box1,Unobtainium X,on-demand,current,3\n")
     r = flopsheet("catalog", "check", tmp_path)
     assert r.returncode == 2
-    assert f"{tmp_path / 'models.csv'} line 3, column E (heads): 'thirty-two' is not a number" in r.stderr
+    assert f"{tmp_path / 'models.csv'} line 3, column E (heads): heads must be a number, got text 'thirty-two'" in r.stderr
     assert f"{tmp_path / 'cloud.csv'} line 2" in r.stderr and "Unobtainium X" in r.stderr
 
 

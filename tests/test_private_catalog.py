@@ -43,15 +43,16 @@ def test_later_folder_wins(tmp_path):
 
 
 @pytest.mark.parametrize("text,where,message", [
-    ("name,memory_gb,bandwidth_tbs\nX,lots,1\n", "line 2, column B (memory_gb)", "'lots' is not a number"),
-    ("name,memory_gb,bandwidth_tbs\nX,8,1\nY,-8,1\n", "line 3, column B (memory_gb)", "finite number >= 0"),
+    ("name,memory_gb,bandwidth_tbs\nX,lots,1\n", "line 2, column B (memory_gb)",
+     "memory_gb must be a number, got text 'lots'"),
+    ("name,memory_gb,bandwidth_tbs\nX,8,1\nY,-8,1\n", "line 3, column B (memory_gb)", "must be > 0"),
     ("name,memory_gb,bandwidth_tbs,launch_year\nX,8,1,2024.5\n", "line 2, column D (launch_year)", "whole number"),
     ("name,memory_gb,bandwidth_tbs,as_of\nX,8,1,last week\n", "line 2, column D (as_of)", "must be a date"),
     ("name,memroy_gb\nX,8\n", "line 1, column B ('memroy_gb')", "unknown column"),
     ("memory_gb\n8\n", "line 1", "missing column 'name'"),
     ("name,memory_gb\nX,8\n", "line 2, column bandwidth_tbs", "is required for a new row"),
     ("name,memory_gb,bandwidth_tbs\n,8,1\n", "line 2, column A (name)", "is required"),
-    ("name,memory_gb,bandwidth_tbs\nX,8,1,extra\n", "line 2, column D", "more cells than the header"),
+    ("name,memory_gb,bandwidth_tbs\nX,8,1,extra\n", "line 2, column D", "4 cells but the header has 3"),
 ])
 def test_bad_rows_name_file_line_and_column(tmp_path, text, where, message):
     folder = _folder(tmp_path, text)

@@ -46,7 +46,7 @@ def test_new_engine_is_usable_by_name_and_alias(private):
 
 @pytest.mark.parametrize("row,where,message", [
     (ACME.replace("tensor,total", "tensor,totl"), "line 2, column memory_rule", "must be one of total, free"),
-    (ACME.replace(",0.80,0.90,0.90,", ",1.8,0.90,0.90,"), "line 2, column bandwidth_fraction_hbm", "(0, 1]"),
+    (ACME.replace(",0.80,0.90,0.90,", ",1.8,0.90,0.90,"), "line 2, column J (bandwidth_fraction_hbm)", "must be > 0 and <= 1"),
     (ACME.replace("fp8;fp16", "fp8;fp17"), "line 2, column precisions", "unknown number format 'fp17'"),
 ])
 def test_bad_engine_row_is_refused_with_file_line_and_column(private, row, where, message):

@@ -6,8 +6,6 @@ passed in is passed on; text in a number cell, NaN and infinities become clear e
 
 from __future__ import annotations
 
-import math
-
 from .. import numbers
 from ..catalogs import resolve
 from ..errors import EXCEL_ERRORS, FlopsheetError, num_error, quote, value_error
@@ -23,20 +21,8 @@ def check_error_value(name: str, value) -> None:
 
 
 def to_number(name: str, value) -> float:
-    if isinstance(value, bool):
-        raise value_error(f"{name} must be a number, not {str(value).upper()}")
-    if isinstance(value, (int, float)):
-        try:
-            number = float(value)
-        except OverflowError:  # a whole number of hundreds of digits (JSON allows them)
-            raise num_error(f"{name} is too large to compute with, got {quote(value)}") from None
-    elif isinstance(value, str):
-        number = numbers.parse(name, value)         # $12,000, 70%, 1.5k, 2T: the one rule
-    else:
-        raise value_error(f"{name} must be a number, got {type(value).__name__}")
-    if math.isnan(number) or math.isinf(number):
-        raise num_error(f"{name} must be a finite number, got {quote(value)}")
-    return number
+    """A finite number: a number, or text under the one rule ($12,000, 70%, 1.5k, 2T)."""
+    return numbers.read(name, value)
 
 
 def to_count(name: str, value) -> float:

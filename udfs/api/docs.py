@@ -32,8 +32,10 @@ Units are explained in [cost-model.md](cost-model.md#units).
 
 ## Numbers as you type them
 
-Every numeric argument, in every front end (a cell holding text, the command line, a scenario
-file), reads numbers by one rule (`udfs/numbers.py`):
+Every number that enters Flopsheet (a worksheet argument in any front end, a cell holding text,
+the command line, a scenario file, a private catalog cell, an imported `config.json`) is read by one
+rule and range-checked by one check (`udfs/numbers.py`), so the same text is the same number, or
+the same refusal, wherever it is typed:
 
 | you type | it means | | you type | it means |
 |---|---|---|---|---|
@@ -45,7 +47,10 @@ file), reads numbers by one rule (`udfs/numbers.py`):
 Commas only group thousands in threes (`12,00` and `1,5` are refused: a decimal comma would be
 misread); `€`, `£` and other currencies are refused (amounts are US dollars: convert first);
 text around a number (`7B parameters`), a scale with `%` (`5%k`) or an exponent with a scale
-(`1e3k`) are refused. A refused value is `#VALUE!` with the rule in its message.
+(`1e3k`) are refused. A refused value is `#VALUE!` with the rule in its message; a number outside
+an argument's range (or a catalog column's: [catalog.md](catalog.md#a-private-catalog)) is `#NUM!`
+naming the range. A spreadsheet saved as CSV keeps its thousands separators (`"1,024"`): a private
+catalog reads them by this same rule.
 """
 
 

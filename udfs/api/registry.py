@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .. import numbers
 from ..catalogs import catalog, engines
 from . import coerce, guard
 from ..errors import FlopsheetError, num_error, quote, value_error
@@ -51,13 +52,13 @@ class Arg:
     def optional(self) -> bool:
         return self.default is not REQUIRED
 
+    @property
+    def allowed(self) -> numbers.Range:
+        """The argument's range in the one range check (numbers.Range)."""
+        return numbers.Range(self.min, self.max, self.min_open, self.max_open, whole=self.type == "integer")
+
     def range_text(self) -> str:
-        parts = []
-        if self.min is not None:
-            parts.append(f"{'>' if self.min_open else '>='} {self.min:g}")
-        if self.max is not None:
-            parts.append(f"{'<' if self.max_open else '<='} {self.max:g}")
-        return " and ".join(parts)
+        return numbers.Range(self.min, self.max, self.min_open, self.max_open).text()
 
     def describe(self) -> str:
         """One line of help: what, unit, allowed values, default."""
@@ -138,12 +139,8 @@ def get(name: str) -> Function:
 
 
 # ---------------------------------------------------------------- coercion by type
-def _in_range(arg: Arg, x: float) -> float:
-    low_bad = arg.min is not None and (x < arg.min or (arg.min_open and x == arg.min))
-    high_bad = arg.max is not None and (x > arg.max or (arg.max_open and x == arg.max))
-    if low_bad or high_bad:
-        raise num_error(f"{arg.name} must be {arg.range_text()}, got {x:g}")
-    return x
+def _in_range(arg: Arg, x):
+    return numbers.check(arg.name, x, arg.allowed)
 
 
 def _gpu_or_figure(arg: Arg, value, attribute: str | None, what: str = ""):
@@ -191,10 +188,7 @@ if set(_COERCERS) != set(ARG_TYPES):
 
 
 def _integer(arg: Arg, value) -> int:
-    x = coerce.to_number(arg.name, value)
-    if not float(x).is_integer():
-        raise num_error(f"{arg.name} must be a whole number, got {x:g}")
-    return int(_in_range(arg, x))
+    return int(numbers.check(arg.name, value, arg.allowed))
 
 
 def _cells(value):

@@ -14,6 +14,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from .. import numbers
 from . import private_catalog
 from ..physics import shape
 from ..errors import FlopsheetError, na_error, quote, value_error
@@ -34,20 +35,32 @@ def columns(name: str) -> dict[str, str]:
 
 
 @cache
+def _in_effect() -> tuple[dict[str, list[tuple[dict[str, str], str]]], list]:
+    """Every table merged with the private folders in effect, and their problems: the very
+    check `flopsheet catalog check` runs (`validate`), so the two never disagree."""
+    return validate(private_catalog.folders())
+
+
+@cache
 def rows_with_origin(name: str) -> tuple[tuple[dict[str, str], str], ...]:
-    """Rows in effect (packaged, then private) with where each came from."""
-    rows, problems = private_catalog.merge(name, _packaged(name), columns(name))
-    private_catalog.raise_problems(problems)
-    return tuple(rows)
+    """Rows in effect (packaged, then private) with where each came from. A table with a bad
+    private row (or a missing private folder) refuses to load, saying where and why."""
+    if name not in TABLE_FILES:                # number formats: packaged only
+        return tuple((row, private_catalog.PACKAGED) for row in _packaged(name))
+    merged, problems = _in_effect()
+    private_catalog.raise_problems([p for p in problems if p.table in ("", name)])
+    return tuple(merged[name])
 
 
 def _read(name: str) -> list[dict[str, str]]:
     return [row for row, _ in rows_with_origin(name)]
 
 
-def _num(text: str) -> float | None:
+def _num(name: str, text: str) -> float | None:
+    """A catalog figure (blank: not known), read by the one number rule (numbers.py), as
+    `flopsheet catalog check` reads it."""
     text = (text or "").strip()
-    return float(text) if text else None
+    return numbers.check(name, text) if text else None
 
 
 def _bool(text: str) -> bool:
@@ -66,7 +79,7 @@ def _build(cls, raw: dict[str, str]):
             continue
         text = raw.get(f.name, "")
         if f.type in ("float | None", "int | None"):
-            v = _num(text)
+            v = _num(f.name, text)
             values[f.name] = int(v) if (v is not None and f.type == "int | None") else v
         elif f.type == "bool":
             values[f.name] = _bool(text)
@@ -424,7 +437,7 @@ def as_precision(value: Precision | str) -> Precision:
 
 TABLE_CLASSES = {"gpus.csv": Gpu, "models.csv": Model, "cloud.csv": CloudPrice}
 TABLE_FILES = tuple(n for n in private_catalog.TABLES if resources.files("udfs").joinpath("data", n).is_file())
-_CACHED = (gpus, _gpu_index, cloud_prices, _instance_index, models, _model_index, rows_with_origin)
+_CACHED = (gpus, _gpu_index, cloud_prices, _instance_index, models, _model_index, rows_with_origin, _in_effect)
 
 
 def _table_class(name: str):
@@ -444,36 +457,31 @@ def reload() -> None:
 def check_folder(folder: Path) -> tuple[list, list[str]]:
     """Problems of a private catalog folder checked against the packaged catalog, and a
     summary line per row (new, or which packaged row it overrides)."""
-    problems, summary = [], []
-    merged = {}
-    for name in TABLE_FILES:
-        rows, found = private_catalog.merge(name, _packaged(name), columns(name), [folder])
-        problems += found
-        merged[name] = rows
+    merged, problems = validate([folder])
+    summary = []
+    for rows in merged.values():
         for row, origin in rows:
             if origin != private_catalog.PACKAGED:
                 what = row.get("name") or f"{row.get('provider')} {row.get('instance')}"
                 summary.append(f"{Path(origin).name}: {what}")
-    gpu_names = {key(r.get(c, "")) for r, _ in merged["gpus.csv"] for c in ("name",)}
-    gpu_names |= {key(a) for r, _ in merged["gpus.csv"] for a in r.get("aliases", "").split(";") if a.strip()}
-    for row, origin in merged.get("cloud.csv", []):
-        if origin == private_catalog.PACKAGED:
-            continue
-        if key(row["gpu"]) not in gpu_names:
-            problems.append(_problem(origin, "gpu", f"GPU {row['gpu']!r} is in no gpus.csv (packaged or private)"))
-        for column, valid in (("pricing", PRICINGS), ("status", PRICE_SETS)):
-            if row.get(column) not in valid:
-                problems.append(_problem(origin, column, f"{row.get(column)!r} must be one of {', '.join(valid)}"))
-    for row, origin in merged["models.csv"]:
-        if origin == private_catalog.PACKAGED:
-            continue
-        try:
-            complete = _complete(_build(Model, row)).params
-        except ValueError:                    # a bad number, reported above
-            continue
-        if not complete:
-            problems.append(_problem(origin, "params", "give params, or the shape (layers, hidden, heads, "
-                                                       "kv_heads, ffn, vocab) to compute it from"))
+    return problems, summary
+
+
+def validate(folders: list[Path]) -> tuple[dict[str, list], list]:
+    """The one validator of private catalogs, for `flopsheet catalog check` and the loader:
+    every table merged with `folders`, and every problem (file, line, column, why): cells by
+    type and range, rows too short or duplicated, figures that contradict each other, prices
+    for unknown GPUs, models without a size, names claimed twice, folders that are not there."""
+    problems = private_catalog.folder_problems(folders)
+    merged = {}
+    for name in TABLE_FILES:
+        rows, found = private_catalog.merge(name, _packaged(name), columns(name), folders)
+        problems += found
+        merged[name] = rows
+        problems += [_problem(origin, column, why) for row, origin in rows if origin != private_catalog.PACKAGED
+                     for column, why in private_catalog.row_problems(name, row)]
+    problems += _cloud_problems(merged)
+    problems += _model_problems(merged["models.csv"])
     problems += _engine_problems(merged.get("engines.csv", []))
     for name in ("gpus.csv", "models.csv", "engines.csv"):
         index: NameIndex = NameIndex(name)
@@ -482,7 +490,39 @@ def check_folder(folder: Path) -> tuple[list, list[str]]:
                 index.add(row, row["name"], _split(row.get("aliases", "")))
             except ValueError as e:
                 problems.append(_problem(origin, "aliases", str(e)))
-    return problems, summary
+    return merged, problems
+
+
+def _cloud_problems(merged: dict) -> list:
+    """Private prices must name a known GPU and a known pricing and status."""
+    gpu_names = {key(r.get("name", "")) for r, _ in merged["gpus.csv"]}
+    gpu_names |= {key(a) for r, _ in merged["gpus.csv"] for a in _split(r.get("aliases", ""))}
+    problems = []
+    for row, origin in merged.get("cloud.csv", []):
+        if origin == private_catalog.PACKAGED:
+            continue
+        if key(row["gpu"]) not in gpu_names:
+            problems.append(_problem(origin, "gpu", f"GPU {quote(row['gpu'])} is in no gpus.csv (packaged or private)"))
+        for column, valid in (("pricing", PRICINGS), ("status", PRICE_SETS)):
+            if row.get(column) not in valid:
+                problems.append(_problem(origin, column, f"{quote(row.get(column))} must be one of {', '.join(valid)}"))
+    return problems
+
+
+def _model_problems(rows) -> list:
+    """A private model needs its size: params, or the shape to count them from."""
+    problems = []
+    for row, origin in rows:
+        if origin == private_catalog.PACKAGED:
+            continue
+        try:
+            complete = _complete(_build(Model, row)).params
+        except FlopsheetError:                # a bad number, reported with its cell
+            continue
+        if not complete:
+            problems.append(_problem(origin, "params", "give params, or the shape (layers, hidden, heads, "
+                                                       "kv_heads, ffn, vocab) to compute it from"))
+    return problems
 
 
 def _engine_problems(rows) -> list:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from functools import cache
 
-from . import catalog, private_catalog
+from . import catalog
 from .catalog import Gpu, Precision, _build, as_precision
 from ..errors import FlopsheetError
 from .names import NameIndex
@@ -95,24 +95,16 @@ class Engine:
 
 ENGINE_FIELDS = {f.name for f in fields(Engine)}
 
-# What a private row must hold: the values each choice column may take, and the shares of
-# a peak that must lie in (0, 1].
+# What a private row must hold: the values each choice column may take (the shares of a peak,
+# in (0, 1], are number ranges: private_catalog.LIMITS).
 CHOICES = {"multi_gpu": ("tensor", "layer"), "memory_rule": ("total", "free"), "kv_reservation": ("max", "mean"),
            "kv_precision": ("16bit", "fp8_if_8bit")}
-FRACTIONS = ("memory_fraction", "bandwidth_fraction_hbm", "bandwidth_fraction_gddr", "quantized_factor",
-             "matmul_fraction_16", "matmul_fraction_8", "matmul_fraction_4")
 
 
 def row_problems(row: dict[str, str]) -> list[tuple[str, str]]:
     """(column, why) for each cell of an engine row that the model cannot use."""
     found = [(c, f"{row.get(c)!r} must be one of {', '.join(valid)}")
              for c, valid in CHOICES.items() if row.get(c, "").strip() not in valid]
-    for c in FRACTIONS:
-        try:
-            if not 0 < float(row.get(c) or "nan") <= 1:
-                found.append((c, f"{row.get(c)!r} must be a share in (0, 1], e.g. 0.8"))
-        except ValueError:
-            found.append((c, f"{row.get(c)!r} must be a share in (0, 1], e.g. 0.8"))
     for name in (p.strip() for p in (row.get("precisions") or "").split(";") if p.strip()):
         try:
             as_precision(name)
@@ -124,9 +116,7 @@ def row_problems(row: dict[str, str]) -> list[tuple[str, str]]:
 @cache
 def engines() -> tuple[Engine, ...]:
     """Packaged engines overlaid with private rows, which are checked first (file, line, column)."""
-    rows = catalog.rows_with_origin("engines.csv")
-    private_catalog.raise_problems([catalog._problem(origin, column, why) for row, origin in rows
-                                    if origin != private_catalog.PACKAGED for column, why in row_problems(row)])
+    rows = catalog.rows_with_origin("engines.csv")     # checked by catalog.validate, as `catalog check` does
     return tuple(_build(Engine, r) for r, _ in rows)
 
 

@@ -6,7 +6,6 @@ examples/README.md.
 
 from __future__ import annotations
 
-import math
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -191,35 +190,18 @@ def _unknown(table: dict, allowed: set[str], where: str):
 
 def _number(table: dict, key: str, where: str, *, required=False, default=None, low=None, high=None,
             low_open=False, integer=False):
+    """A number field, read and range-checked by the one rule for every number that enters
+    (numbers.check): "$12,000", "70%" and "2T" are numbers here as in a cell."""
     name = f"{where}.{key}"
+    allowed = numbers.Range(low, high, low_open, whole=integer)
     if key not in table:
         if required:
-            raise ScenarioError(f"{name}: missing; it is required" + _range_text(low, high, low_open))
+            raise ScenarioError(f"{name}: missing; it is required" + (f" ({allowed.text()})" if allowed.text() else ""))
         return default
-    v = table[key]
-    if isinstance(v, str) and numbers.try_parse(v) is not None:
-        v = numbers.try_parse(v)                   # "$12,000", "70%", "2T": the one rule for typed numbers
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ScenarioError(f"{name}: must be a number{_range_text(low, high, low_open)}, got {_type_name(v)} {quote(v)}"
-                            + (f" ({numbers.RULE})" if isinstance(v, str) else ""))
-    v = float(v)
-    if not math.isfinite(v):
-        raise ScenarioError(f"{name}: must be a finite number, got {quote(v)}")
-    if integer and not v.is_integer():
-        raise ScenarioError(f"{name}: must be a whole number, got {quote(v)}")
-    if low is not None and (v <= low if low_open else v < low) or high is not None and v > high:
-        raise ScenarioError(f"{name}: {v:g} is out of range; allowed{_range_text(low, high, low_open)}")
-    return int(v) if integer else v
-
-
-def _range_text(low, high, low_open) -> str:
-    if low is not None and high is not None:
-        return f" {'>' if low_open else '>='} {low:g} and <= {high:g}"
-    if low is not None:
-        return f" {'>' if low_open else '>='} {low:g}"
-    if high is not None:
-        return f" <= {high:g}"
-    return ""
+    try:
+        return numbers.check(name, table[key], allowed)
+    except FlopsheetError as e:
+        raise ScenarioError(e.message) from None
 
 
 def _choice(table: dict, key: str, where: str, choices, default=None, required=False) -> str:
