@@ -1,7 +1,7 @@
 """Budget-planning template workbooks (openpyxl), native formulas over catalog sheets.
 
-`build_all(outdir)` writes every workbook; `WORKBOOKS` maps a short name to its module
-(each has KEY, FILENAME, TITLE, ALT_INPUTS and build(path, inputs=None))."""
+`NAMES` lists the workbooks; `module(name)` is a workbook's module (each has KEY, FILENAME,
+TITLE, ALT_INPUTS and build(path, inputs=None)); `build(name, path)` writes one. See README.md."""
 
 from __future__ import annotations
 
