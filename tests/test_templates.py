@@ -44,6 +44,8 @@ def built_workbooks(tmp_path_factory):
             cell = books[(name, "alt")].inputs[key]
             wb[cell.sheet][cell.coord].value = value
         wb.save(alt)
+        if wt.preset_inputs(name, "lesson"):      # the lesson's worked example, prices included
+            books[(name, "lesson")] = wt.build(name, src / f"{name}_lesson.xlsx", preset="lesson")
     files = sorted(src.glob("*.xlsx"))
     out = tmp_path_factory.mktemp("recalc")
     convert(files, out)
@@ -98,14 +100,49 @@ def test_second_input_set_moves_outputs(built_workbooks, name):
     assert moved >= len(checks) // 3, f"only {moved} of {len(checks)} outputs moved"
 
 
-def test_lesson_examples_as_defaults(built_workbooks):
-    _, ft = _reader(built_workbooks["out"] / "finetune_cost.xlsx")
+def test_lesson_examples_in_the_lesson_preset(built_workbooks):
+    """`flopsheet templates --preset lesson` reproduces the lesson's worked examples, recalculated."""
+    _, ft = _reader(built_workbooks["out"] / "finetune_cost_lesson.xlsx")
     assert ft(C("Fine-tuning", "H11")) == pytest.approx(327.70)
     assert ft(C("Fine-tuning", "I12")) == pytest.approx(16.416)
     assert ft(C("Fine-tuning", "I13")) == pytest.approx(35.0)
-    _, co = _reader(built_workbooks["out"] / "cloud_vs_own.xlsx")
+    _, co = _reader(built_workbooks["out"] / "cloud_vs_own_lesson.xlsx")
     assert co(C("Cloud vs own", "B18")) == pytest.approx(18396)
     assert co(C("Cloud vs own", "B19")) == pytest.approx(94187.52)
+    assert co(C("Cloud vs own", "B20")) == pytest.approx(13261.44)         # TCO(12000, 3)
+    for name in ("finetune_cost", "cloud_vs_own"):
+        book = built_workbooks["books"][(name, "lesson")]
+        wb, get = _reader(built_workbooks["out"] / f"{name}_lesson.xlsx")
+        bad = [c.label for c in book.checks if not same_number(get(c.cell), c.expected(get))]
+        assert not bad, bad[:5]
+        assert "lesson's worked example" in " ".join(str(c.value) for row in wb["Cover"].iter_rows() for c in row)
+
+
+def test_template_prices_default_to_todays_catalog(built_workbooks):
+    """The default prices are the catalog's, the same functions and rates the report uses."""
+    from udfs.catalogs import catalog
+    from udfs.planning import picker
+    from workbook_templates.catalog_sheets import cheapest
+    a100 = catalog.gpu("A100 SXM 80GB")
+    _, tb = _reader(built_workbooks["out"] / "training_budget.xlsx")
+    tb_book = built_workbooks["books"][("training_budget", "default")]
+    assert get_value(tb, tb_book, "TB_OwnedRate") == pytest.approx(picker.owned_rate(a100)[0], rel=1e-12)
+    _, co = _reader(built_workbooks["out"] / "cloud_vs_own.xlsx")
+    co_book = built_workbooks["books"][("cloud_vs_own", "default")]
+    assert get_value(co, co_book, "CO_HardwareCost") == catalog.gpu_price(a100, "system")
+    assert get_value(co, co_book, "CO_CloudRate") == cheapest(a100.name, "on-demand")
+    # the data-centre view at the defaults is the report's owned rate for the GPU
+    assert co(C("Cloud vs own", "E22")) == pytest.approx(picker.owned_rate(a100)[0], rel=1e-9)
+    _, ft = _reader(built_workbooks["out"] / "finetune_cost.xlsx")
+    ft_book = built_workbooks["books"][("finetune_cost", "default")]
+    assert get_value(ft, ft_book, "Option2_Rate") == udfs.call("CLOUD_PRICE", "p5.48xlarge")
+
+
+def get_value(get, book, name):
+    return get(book.inputs[name])
+
+
+def test_lesson_example_inference_plan(built_workbooks):
     _, ip = _reader(built_workbooks["out"] / "inference_plan.xlsx")
     book = built_workbooks["books"][("inference_plan", "default")]
     need = next(c for c in book.checks if c.label == "Tokens/s needed")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from udfs.catalogs import catalog
 from udfs.physics.lesson import OPTIMIZERS
+from udfs.planning import picker
 
 from . import styles as st
 from .common import Book, col, write_text
@@ -21,9 +22,11 @@ GPU_COLUMNS = [  # (attribute, header, number format); the figures first: they a
     ("tf32_tflops", "TF32 TFLOPS (dense)", "#,##0.0"), ("bf16_tflops", "BF16 TFLOPS (dense)", "#,##0.0"),
     ("fp16_tflops", "FP16 TFLOPS (dense)", "#,##0.0"), ("fp8_tflops", "FP8 TFLOPS (dense)", "#,##0.0"),
     ("int8_tops", "INT8 TOPS (dense)", "#,##0.0"), ("fp4_tflops", "FP4 TFLOPS (dense)", "#,##0.0"),
-    ("tdp_w", "TDP (W)", "#,##0"), ("price_usd", "Purchase price ($)", st.USD0),
+    ("tdp_w", "TDP (W)", "#,##0"), ("price_usd", "Card price ($)", st.USD0),
+    ("system_price_usd", "All-in price per GPU in a server ($)", st.USD0),
     ("od_usd_per_gpu_hour", "Cheapest on-demand $/GPU-hour (current)", st.USD),
     ("spot_usd_per_gpu_hour", "Cheapest spot $/GPU-hour (current, below on-demand)", st.USD),
+    ("owned_usd_per_gpu_hour", "Owned $/GPU-hour (all-in price, data-centre model, 70% use)", st.USD),
     ("vendor", "Vendor", None), ("form_factor", "Form factor", None), ("tier", "Tier", None),
     ("memory_type", "Memory type", None), ("launch_year", "Launch year", "0"), ("price_as_of", "Price as of", None),
 ]
@@ -45,7 +48,16 @@ def cheapest(gpu_name: str, pricing: str) -> float | None:
     return row.usd_per_gpu_hour
 
 
+def owned_rate(gpu_name: str) -> float | None:
+    """$ per used GPU-hour of owning the GPU: the report's and the picker's rate (picker.owned_rate: the
+    all-in system price in the data-centre model at its defaults); None without a price."""
+    rate = picker.owned_rate(catalog.gpu(gpu_name))
+    return rate[0] if rate else None
+
+
 def gpu_value(g, attr):
+    if attr == "owned_usd_per_gpu_hour":
+        return owned_rate(g.name)
     if attr == "od_usd_per_gpu_hour":
         return cheapest(g.name, "on-demand")
     if attr == "spot_usd_per_gpu_hour":

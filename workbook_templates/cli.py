@@ -15,7 +15,7 @@ EXIT_EXISTS = 2
 def run(args) -> int:
     from udfs.cli.safe_write import check_targets
 
-    from . import NAMES, module
+    from . import NAMES, build, module, preset_inputs
     names = list(dict.fromkeys(args.only)) if args.only else list(NAMES)
     bad = [n for n in names if n not in NAMES]
     if bad:
@@ -30,8 +30,9 @@ def run(args) -> int:
     check_targets([p for _, p in targets], force=args.force)   # WriteError: the CLI exits 2
     for i, (name, path) in enumerate(targets, start=1):
         t = time.perf_counter()
-        module(name).build(path)
-        print(f"[{i}/{len(targets)}] {path}  ({time.perf_counter() - t:.1f} s)", flush=True)
+        build(name, path, preset=args.preset)
+        note = "" if preset_inputs(name, args.preset) is not None else f"; no {args.preset} preset: its defaults"
+        print(f"[{i}/{len(targets)}] {path}  ({time.perf_counter() - t:.1f} s{note})", flush=True)
     return 0
 
 
@@ -41,6 +42,9 @@ def add(sub):
     p.add_argument("--only", nargs="+", metavar="NAME", help="only these workbooks: training_budget, "
                    "finetune_cost, inference_plan, cloud_vs_own, gpu_comparison")
     p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.add_argument("--preset", choices=("catalog", "lesson"), default="catalog",
+                   help="input set: catalog (default: today's catalog prices) or lesson (the lesson's worked "
+                        "example, its prices included)")
     p.set_defaults(run=run)
 
 

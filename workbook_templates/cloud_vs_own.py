@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from openpyxl.chart import LineChart, Reference
 
-from udfs.physics.economics import NETWORK_SHARE, SYSTEM_POWER_FACTOR, USD_PER_KW_MONTH
+from udfs.physics.economics import NETWORK_SHARE, SYSTEM_POWER_FACTOR, USD_PER_KW_MONTH, Ownership
 
 from . import styles as st
 from .common import Book, Expr
@@ -15,6 +15,21 @@ KEY = "cloud_vs_own"
 FILENAME = "cloud_vs_own.xlsx"
 TITLE = "Cloud vs own"
 STEPS = 12          # the cumulative-cost table and chart: the lifetime in twelve equal steps
+
+def lookup(attr: str, gpu: str) -> str:
+    """A catalog figure of the GPU chosen ("n/a" where the catalog has none: nothing guessed)."""
+    look = f"INDEX(CatGpu_{attr},MATCH({gpu},CatGpuNames,0))"
+    return f'IF({look}="","n/a",{look})'
+
+
+GPU_CELL = "B16"
+# defaults: today's catalog for the GPU chosen (as the report prices owning and renting it)
+CATALOG_INPUTS = {"CO_HardwareCost": "=" + lookup("system_price_usd", GPU_CELL),
+                  "CO_PowerW": "=" + lookup("tdp_w", GPU_CELL), "CO_CloudRate": "=" + lookup("od_usd_per_gpu_hour",
+                                                                                            GPU_CELL)}
+# the lesson's Q6: an A100 at $12,000 against $5.12/GPU-hour on AWS, 70% for 3 years, the lesson's power model
+PRESETS = {"lesson": {"CO_Scenario": "A100 80GB: buy or rent (lesson Q6)", "CO_HardwareCost": 12000,
+                      "CO_PowerW": 400, "CO_PUE": 1.0, "CO_CostOfCapital": 0.0, "CO_CloudRate": 5.12}}
 
 ALT_INPUTS = {"CO_HardwareCost": 30000, "CO_Lifetime": 4, "CO_PowerW": 700, "CO_PUE": 1.4, "CO_Kwh": 0.15,
               "CO_Utilization": 0.55, "CO_CostOfCapital": 0.08, "CO_Residual": 3000, "CO_Opex": 800,
@@ -34,8 +49,11 @@ def build(path, inputs: dict | None = None) -> Book:
                  "per GPU-hour you would otherwise pay.",
                  "Read the totals, the owned cost per used GPU-hour and the break-evens; the chart compares the "
                  "cumulative cost month by month.",
-                 "Defaults are the lesson's Q6: an A100 at $12,000, $5.12/GPU-hour on AWS, 70% for 3 years = "
-                 "18,396 GPU-hours = $94,187.52 in the cloud."],
+                 "Defaults are today's catalog for the GPU chosen: its all-in price per GPU in a server, TDP and "
+                 "cheapest current on-demand rate, with the report's ownership defaults (PUE 1.58, 8% cost of "
+                 "capital); type over any of them. The lesson's Q6 (an A100 at $12,000, $5.12/GPU-hour on AWS, 70% "
+                 "for 3 years = 18,396 GPU-hours = $94,187.52 in the cloud) is the preset "
+                 "flopsheet templates --preset lesson."],
                 ["Money in US dollars; rates per GPU-hour.", "Power in watts per GPU; electricity in $/kWh; a year "
                  "is 8,760 hours.", "Utilization, PUE overhead and cost of capital as fractions (70% = 0.7)."],
                 inputs=inputs)
@@ -43,30 +61,40 @@ def build(path, inputs: dict | None = None) -> Book:
                     "Owned power is drawn every hour of the period (as in the lesson); cloud is paid only for the "
                     "hours used.")
     book.section(ws, 4, "Inputs")
-    book.input(ws, 5, "Scenario name", "CO_Scenario", "A100 80GB: buy or rent (lesson Q6)", text=True)
-    gpu = book.input(ws, 16, "GPU (for reference)", "CO_GPU", "A100 SXM 80GB", choices="CatGpuNames",
-                     help="Shows the catalog's purchase price and TDP beside your inputs.")
-    for r, attr, fmt in ((6, "price_usd", st.USD0), (8, "tdp_w", "#,##0")):
+    book.input(ws, 5, "Scenario name", "CO_Scenario", "A100 80GB: buy or rent (today's catalog)", text=True)
+    gpu = book.input(ws, 16, "GPU (catalog prices)", "CO_GPU", "A100 SXM 80GB", choices="CatGpuNames",
+                     help="The price, power and cloud rate default to this GPU's catalog figures (shown in column "
+                          "E beside your inputs).")
+    assert gpu.coord == GPU_CELL
+    for r, attr, fmt in ((6, "system_price_usd", st.USD0), (8, "tdp_w", "#,##0"),
+                         (15, "od_usd_per_gpu_hour", st.USD)):
         ws.cell(row=r, column=4, value="catalog:").font = st.NOTE_FONT
 
         def ref_value(get, attr=attr):
             from udfs.catalogs import catalog
-            v = getattr(catalog.gpu(get(gpu)), attr)
+
+            from .catalog_sheets import gpu_value
+            v = gpu_value(catalog.gpu(get(gpu)), attr)
             return "n/a" if v is None else v
         book.glue(ws, f"E{r}", f'IF(INDEX(CatGpu_{attr},MATCH({gpu.coord},CatGpuNames,0))="","n/a",'
                   f'INDEX(CatGpu_{attr},MATCH({gpu.coord},CatGpuNames,0)))', ref_value, fmt=fmt,
                   label=f"Catalog {attr}")
-    hw = book.input(ws, 6, "Purchase price per GPU", "CO_HardwareCost", 12000, fmt=st.USD0, arg=cm.HARDWARE_COST_USD)
+    hw = book.input(ws, 6, "Purchase price per GPU (all-in)", "CO_HardwareCost", CATALOG_INPUTS["CO_HardwareCost"],
+                    fmt=st.USD0, arg=cm.HARDWARE_COST_USD)
     life = book.input(ws, 7, "Lifetime / period", "CO_Lifetime", 3, fmt="0.0", unit="years", arg=cm.LIFETIME_YEARS)
-    power = book.input(ws, 8, "Power per GPU", "CO_PowerW", 400, fmt="#,##0", unit="W", arg=cm.POWER_W)
-    pue = book.input(ws, 9, "PUE (facility overhead)", "CO_PUE", 1.0, fmt="0.00", unit="x", arg=e.PUE)
-    kwh = book.input(ws, 10, "Electricity price", "CO_Kwh", 0.12, fmt='"$"0.000', unit="$/kWh", arg=cm.USD_PER_KWH)
-    util = book.input(ws, 11, "Utilization", "CO_Utilization", 0.7, fmt=st.FRACTION, arg=e.UTIL_DEFAULT)
-    rate = book.input(ws, 12, "Cost of capital", "CO_CostOfCapital", 0.0, fmt="0.0%", unit="per year", arg=e.RATE)
+    power = book.input(ws, 8, "Power per GPU", "CO_PowerW", CATALOG_INPUTS["CO_PowerW"], fmt="#,##0", unit="W",
+                       arg=cm.POWER_W)
+    pue = book.input(ws, 9, "PUE (facility overhead)", "CO_PUE", Ownership.pue, fmt="0.00", unit="x", arg=e.PUE)
+    kwh = book.input(ws, 10, "Electricity price", "CO_Kwh", Ownership.usd_per_kwh, fmt='"$"0.000', unit="$/kWh",
+                     arg=cm.USD_PER_KWH)
+    util = book.input(ws, 11, "Utilization", "CO_Utilization", Ownership.utilization, fmt=st.FRACTION,
+                      arg=e.UTIL_DEFAULT)
+    rate = book.input(ws, 12, "Cost of capital", "CO_CostOfCapital", Ownership.cost_of_capital, fmt="0.0%",
+                      unit="per year", arg=e.RATE)
     resid = book.input(ws, 13, "Resale value at the end", "CO_Residual", 0, fmt=st.USD0, arg=e.RESIDUAL)
     opex = book.input(ws, 14, "Other running cost", "CO_Opex", 0, fmt=st.USD0, unit="$/year", arg=e.OPEX)
-    cloud = book.input(ws, 15, "Cloud price per GPU-hour", "CO_CloudRate", 5.12, fmt=st.USD, unit="$/GPU-hour",
-                       arg=cm.CLOUD_USD_PER_GPU_HOUR)
+    cloud = book.input(ws, 15, "Cloud price per GPU-hour", "CO_CloudRate", CATALOG_INPUTS["CO_CloudRate"], fmt=st.USD,
+                       unit="$/GPU-hour", arg=cm.CLOUD_USD_PER_GPU_HOUR)
 
     book.section(ws, 17, "Results")
     ws["C16"] = "(catalog figures in column E)"
@@ -98,7 +126,8 @@ def build(path, inputs: dict | None = None) -> Book:
 
     # the data-centre view (the model the picker and the report use): server power, network, colocation
     ws.cell(row=18, column=4, value="Data-centre view").font = st.BOLD
-    spower = book.input(ws, 19, "Server power per GPU", "CO_ServerPowerW", round(400 * SYSTEM_POWER_FACTOR),
+    spower = book.input(ws, 19, "Server power per GPU", "CO_ServerPowerW",
+                        f"={lookup('tdp_w', GPU_CELL)}*{SYSTEM_POWER_FACTOR!r}",
                         fmt="#,##0", unit="W", arg=e.SYSTEM_POWER, col=5, label_col=4)
     share = book.input(ws, 20, "Scale-out network share", "CO_NetworkShare", NETWORK_SHARE, fmt="0%",
                        arg=e.NETWORK, col=5, label_col=4)

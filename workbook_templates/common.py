@@ -23,6 +23,7 @@ from .formulas import Lit, Name, Num, classic_call, literal, render
 ADDIN_SHEET = "With the Flopsheet add-in"
 NEEDS_ADDIN = "needs the Flopsheet add-in"
 FORMULA_PREFIXES = ("=", "+", "-", "@")
+PRESET_KEY = "__preset__"      # in a Book's inputs: the label of the preset they came from (the cover says it)
 
 
 # ---------------------------------------------------------------- references
@@ -133,6 +134,7 @@ class Book:
     def __init__(self, key: str, title: str, purpose: str, how_to: list[str], units: list[str],
                  inputs: dict | None = None):
         self.overrides = dict(inputs or {})
+        self.preset = self.overrides.pop(PRESET_KEY, "")
         self.key, self.title, self.purpose, self.how_to, self.units = key, title, purpose, how_to, units
         self.wb = Workbook()
         self.cover = self.wb.active
@@ -357,6 +359,9 @@ class Book:
         rows += [
             ("Colours", "Yellow cells are inputs (unlocked; drop-downs where a catalog name is expected). Every other "
                         "cell is a formula or catalog figure and is locked (Review > Unprotect Sheet; no password)."),
+            ("Inputs", f"Preset: {self.preset}." if self.preset else
+                       "Prices are today's catalog (the same figures the report uses). The lesson's worked example: "
+                       "flopsheet templates --preset lesson."),
             ("Catalog date", udfs.catalogs.catalog.catalog_date()),
             ("Flopsheet version", udfs.__version__),
             ("Sheets", ", ".join(s for s in self.wb.sheetnames if s != "Cover")),

@@ -24,6 +24,15 @@ METHODS = [  # name, precision, optimizer, adapter fraction, relative time
     ("QLoRA (4-bit base)", "int4", "qlora", 0.01, 1.0),
 ]
 
+def catalog_rate(instance: str) -> float:
+    """Today's catalog on-demand price of an instance (its newest current row, as CLOUD_PRICE)."""
+    from udfs.catalogs import catalog
+    return catalog.cloud_price(instance).usd_per_hour
+
+
+# the second seed's worked example, its hourly rates included (the defaults are today's catalog rates)
+PRESETS = {"lesson": {f"Option{i}_Rate": rate for i, (_, _, _, rate, _, _) in enumerate(OPTIONS, start=1)}}
+
 # a second input set for the tests (changes every kind of input)
 ALT_INPUTS = {"FT_Model": "Llama 2 13B", "FT_Headroom": 8, "FT_Baseline": "A100 SXM 80GB",
               "Option1_Rate": 40.96, "Option2_Rate": 55.04, "Option2_Speedup": 3.0, "Option3_Hours": 25,
@@ -39,8 +48,10 @@ def build(path, inputs: dict | None = None) -> Book:
                 "seed's rule), plus the memory and cost of full fine-tuning, LoRA and QLoRA on each option.",
                 ["Pick the model and the baseline GPU (the one the speed-ups are relative to).",
                  "For each option type the instance, GPU, hourly rate, speed-up relative to the baseline and the "
-                 "job's hours (the defaults are the seed's worked example: $32.77 x 10 h = $327.70; "
-                 "$41.04 / 2.5 = $16.42 per A100-equivalent hour; $17.50 / 0.5 = $35.00).",
+                 "job's hours (the rates default to today's catalog on-demand price of each instance; the speed-ups "
+                 "and hours are the seed's. The seed's own rates are the preset flopsheet templates --preset "
+                 "lesson: $32.77 x 10 h = $327.70; $41.04 / 2.5 = $16.42 per A100-equivalent hour; $17.50 / 0.5 = "
+                 "$35.00).",
                  "Read the job cost and the effective hourly cost; the catalog speed-up (dense BF16 TFLOPS) is "
                  "shown beside the speed-up you typed, as a cross-check.",
                  "Below, the method table shows memory (the lesson's estimator), GPUs needed and cost per option "
@@ -50,7 +61,7 @@ def build(path, inputs: dict | None = None) -> Book:
                 inputs=inputs)
     ws = book.sheet("Fine-tuning", "Fine-tuning job cost",
                     "Seed note: the seed calls g5.48xlarge an 'L40' instance; AWS g5 has A10G GPUs (24 GB), which "
-                    "the catalog follows. The seed's $/hour figures are kept as the defaults.")
+                    "the catalog follows. Rates: today's catalog (the seed's: --preset lesson).")
     book.section(ws, 4, "Job")
     model = book.input(ws, 5, "Model (or a parameter count)", "FT_Model", "Llama 2 7B", choices="CatModelNames",
                        allow_other=True, help="Catalog model name, or type a parameter count such as 7000000000.")
@@ -65,13 +76,15 @@ def build(path, inputs: dict | None = None) -> Book:
               "Job cost", "Effective $ per A100-equivalent hour", "Catalog speed-up (BF16 TFLOPS)"]
     book.section(ws, 9, "Options (inputs in yellow)", header=header)
     opt = []
-    for i, (name, inst, gpu, rate, speed, hours) in enumerate(OPTIONS, start=1):
+    for i, (name, inst, gpu, _seed_rate, speed, hours) in enumerate(OPTIONS, start=1):
         r = 10 + i
         o = {
             "name": book.input(ws, r, "", f"Option{i}_Name", name, text=True, col=1),
             "instance": book.input(ws, r, "", f"Option{i}_Instance", inst, text=True, col=2),
             "gpu": book.input(ws, r, "", f"Option{i}_GPU", gpu, choices="CatGpuNames", col=3),
-            "rate": book.input(ws, r, "", f"Option{i}_Rate", rate, fmt=st.USD, arg=USD_PER_HOUR, col=4),
+            "rate": book.input(ws, r, "", f"Option{i}_Rate", catalog_rate(inst), fmt=st.USD, arg=USD_PER_HOUR,
+                               col=4, help="Price per instance-hour; default: today's catalog on-demand price of "
+                                           f"{inst} (Cloud prices sheet)."),
             "speed": book.input(ws, r, "", f"Option{i}_Speedup", speed, fmt=st.FACTOR, col=5,
                                 help="Speed relative to the baseline GPU (A100 = 1); > 0."),
             "hours": book.input(ws, r, "", f"Option{i}_Hours", hours, fmt=st.HOURS, col=6,

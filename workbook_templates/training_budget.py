@@ -25,6 +25,12 @@ def tensor_missing(gpu: str, precision: str) -> str:
     return f'INDEX(CatGpuTensor,MATCH({gpu},CatGpuNames,0),MATCH({precision},CatTensorPrecisions,0))=""'
 
 
+def catalog_rate(gpu: str) -> str:
+    """The catalog's owned $/GPU-hour of a GPU ("n/a" where it has no price)."""
+    look = f"INDEX(CatGpu_owned_usd_per_gpu_hour,MATCH({gpu},CatGpuNames,0))"
+    return f'IF({look}="","n/a",{look})'
+
+
 def build(path, inputs: dict | None = None) -> Book:
     from udfs.api.functions.compute import MFU, TOKENS
     book = Book(KEY, TITLE,
@@ -34,7 +40,8 @@ def build(path, inputs: dict | None = None) -> Book:
                  "and optimizer.",
                  "Choose the GPU and how many train together, and the model FLOPs utilisation (MFU; 0.35-0.50 is "
                  "typical for dense LLMs on A100/H100).",
-                 "Type your owned-hardware cost per GPU-hour (see the Cloud vs own workbook).",
+                 "The owned cost per GPU-hour defaults to the catalog's for the GPU chosen (the rate the report "
+                 "uses); type your own (see the Cloud vs own workbook).",
                  "Read memory, fit, FLOPs, GPU-hours, days and cost; the table below prices the same run on every "
                  "catalog GPU with a current on-demand price."],
                 ["Memory in GB of GPU memory (2^30 bytes).", "FLOPs: floating-point operations; GPU-hours at the "
@@ -59,8 +66,11 @@ def build(path, inputs: dict | None = None) -> Book:
     mfu = book.input(ws, 12, "Model FLOPs utilisation (MFU)", "TB_MFU", 0.4, fmt=st.FRACTION, arg=MFU)
     headroom = book.input(ws, 13, "Memory kept free per GPU", "TB_Headroom", 5, fmt=st.GB, unit="GB",
                           help="GB left free on each GPU when counting GPUs needed (the lesson: 5 of 80).")
-    owned = book.input(ws, 14, "Owned cost per GPU-hour", "TB_OwnedRate", 1.5, fmt=st.USD, unit="$/GPU-hour",
-                       help="Your all-in cost of an owned GPU-hour (amortisation + power); see Cloud vs own.")
+    # default: the catalog's owned rate for the GPU chosen (the report's: all-in price, data-centre model)
+    owned = book.input(ws, 14, "Owned cost per GPU-hour", "TB_OwnedRate", "=" + catalog_rate(gpu.coord),
+                       fmt=st.USD, unit="$/GPU-hour",
+                       help="Default: the catalog's owned rate for the GPU chosen (GPUs sheet: all-in price, "
+                            "data-centre model at 70% use, as the report). Type your own to replace it.")
 
     book.section(ws, 16, "Results")
     labels = [
@@ -99,7 +109,7 @@ def build(path, inputs: dict | None = None) -> Book:
                      lambda get: cheapest(catalog.gpu(get(gpu)).name, "spot") or "n/a", fmt=st.USD,
                      label="Spot price")
     for r, price, label in ((28, od, "on-demand"), (29, spot, "spot"), (30, owned, "owned")):
-        guard = missing if price is owned else f'OR({price.coord}="n/a",{missing})'
+        guard = f'OR({price.coord}="n/a",{missing})'
         book.calc(ws, f"B{r}", "TRAINING_COST", {**common, "usd_per_gpu_hour": price}, fmt=st.USD0, key=True,
                   label=f"Cost, {label}", unless=guard)
     for r, unit in ((17, "parameters"), (18, "parameters"), (23, "FLOPs"), (24, "GPU-hours"),
