@@ -18,8 +18,14 @@ ALT_INPUTS = {"GC_ModelA": "Mistral 7B", "GC_ModelB": "Mixtral 8x7B", "GC_Precis
               "GC_Batch": 4, "GC_Efficiency": 0.8}
 
 
+def card(g) -> float | None:
+    """The card price this workbook compares GPUs on (catalog.gpu_price, as GPU_COMPARE's default)."""
+    return catalog.gpu_price(g, "card")
+
+
 def _attr(name, attr):
-    v = getattr(catalog.gpu(name), attr)
+    from .catalog_sheets import gpu_value
+    v = gpu_value(catalog.gpu(name), attr)
     return "n/a" if v is None else v
 
 
@@ -60,13 +66,13 @@ def build(path, inputs: dict | None = None) -> Book:
     ws["G4"], ws["G5"] = "parameters", "parameters"
     ws["F4"].number_format = ws["F5"].number_format = st.PARAMS
 
-    header = ["GPU", "Vendor", "Memory (GB)", "Bandwidth (TB/s)", "BF16 TFLOPS (dense)", "Price ($)",
+    header = ["GPU", "Vendor", "Memory (GB)", "Bandwidth (TB/s)", "BF16 TFLOPS (dense)", "Card price ($)",
               "Bandwidth per $1k (GB/s)", "BF16 TFLOPS per $1k", "7B FP16 tokens/s", "GPUs to hold model A",
               "GPUs to hold model B", "TDP (W)"]
     top = 12
     book.section(ws, top - 1, "All catalog GPUs (sortable)", header=header)
-    gpus = sorted(catalog.gpus(), key=lambda g: not g.price_usd)     # GPUs with a price first (for the chart)
-    priced = sum(1 for g in gpus if g.price_usd)
+    gpus = sorted(catalog.gpus(), key=lambda g: not card(g))     # GPUs with a price first (for the chart)
+    priced = sum(1 for g in gpus if card(g))
     for i, g in enumerate(gpus):
         r = top + 1 + i
         ws.cell(row=r, column=1, value=g.name)
@@ -87,7 +93,7 @@ def build(path, inputs: dict | None = None) -> Book:
             def value(get, name=name, num=num, scale=scale):
                 g2 = catalog.gpu(name)
                 v = getattr(g2, num)
-                return "n/a" if (v is None or not g2.price_usd) else v * scale / g2.price_usd * 1000
+                return "n/a" if (v is None or not card(g2)) else v * scale / card(g2) * 1000
             src = "D" if num == "bandwidth_tbs" else "E"
             factor = "*1000" if scale != 1.0 else ""
             book.glue(ws, f"{col}{r}", f'IF(OR({src}{r}="n/a",F{r}="n/a"),"n/a",{src}{r}{factor}/F{r}*1000)',

@@ -12,7 +12,9 @@ TOKENS_PER_SEC = positive("tokens_per_sec", "Throughput while serving", "tokens/
 
 
 @worksheet("COST_PER_1M_TOKENS", "Owned-hardware cost per million tokens (the lesson's model): purchase price "
-           "straight-line over the lifetime plus electricity at TDP, over the tokens produced at the utilization.",
+           "straight-line over the lifetime plus electricity at TDP, over the tokens produced at the utilization. "
+           "The lesson's formula, kept as written; a deployment's cost per token from its architecture and price "
+           "is COST_PER_1M_OUTPUT_TOKENS / BLENDED_COST_PER_1M_TOKENS (docs/cost-model.md, Cost per token).",
            "$ per 1M tokens", "Cost",
            [replace(HARDWARE_COST_USD, help="Purchase price of the serving unit's hardware (all its GPUs)"),
             UTILIZATION, TOKENS_PER_SEC, LIFETIME_YEARS, USD_PER_KWH, POWER_W, N_GPUS,
