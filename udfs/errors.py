@@ -58,3 +58,12 @@ def num_error(message: str) -> FlopsheetError:
 
 def na_error(message: str) -> FlopsheetError:
     return FlopsheetError(message, "#N/A")
+
+
+class MissingFigure(FlopsheetError):
+    """#N/A: a catalog figure a calculation needs is not known (never replaced by a default).
+    The picker and the report read `figure` and `subject` to mark the option not comparable."""
+
+    def __init__(self, figure: str, subject: str, needed_for: str, how: str):
+        super().__init__(f"{needed_for} needs {figure} of {subject}, which the catalog does not have: {how}", "#N/A")
+        self.figure, self.subject, self.needed_for, self.how = figure, subject, needed_for, how

@@ -143,17 +143,14 @@ def _in_range(arg: Arg, x):
     return numbers.check(arg.name, x, arg.allowed)
 
 
-def _gpu_or_figure(arg: Arg, value, attribute: str | None, what: str = ""):
+def _gpu_or_figure(arg: Arg, value, attribute: str | None):
     """A GPU name or a bare figure: the figure as a number (range-checked), or for a name
     the catalog GPU's `attribute` (the Gpu row itself when `attribute` is None)."""
     if isinstance(value, str) and not coerce.is_number_text(value):
         gpu = coerce.to_gpu(arg.name, value)
         if attribute is None:
             return gpu
-        figure = getattr(gpu, attribute)
-        if figure is None:
-            raise value_error(f"the catalog has no {what} for {gpu.name}")
-        return _in_range(arg, figure)
+        return _in_range(arg, gpu.need(attribute, arg.name))
     return _in_range(arg, coerce.to_number(arg.name, value))
 
 
@@ -179,8 +176,8 @@ _COERCERS: dict[str, Callable[[Arg, Any], Any]] = {
     "engine": lambda a, v: engines.engine(coerce.to_text(a.name, v)),
     "model_or_params": _model_or_params,
     "gpu_or_tflops": lambda a, v: _gpu_or_figure(a, v, None),
-    "gpu_or_bandwidth": lambda a, v: _gpu_or_figure(a, v, "bandwidth_tbs", "memory bandwidth"),
-    "gpu_or_capacity": lambda a, v: _gpu_or_figure(a, v, "memory_gb", "memory size"),
+    "gpu_or_bandwidth": lambda a, v: _gpu_or_figure(a, v, "bandwidth_tbs"),
+    "gpu_or_capacity": lambda a, v: _gpu_or_figure(a, v, "memory_gb"),
     "list": lambda a, v: v,
 }
 if set(_COERCERS) != set(ARG_TYPES):

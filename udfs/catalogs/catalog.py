@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import numbers
 from . import private_catalog
 from ..physics import shape
-from ..errors import FlopsheetError, na_error, quote, value_error
+from ..errors import FlopsheetError, MissingFigure, na_error, quote, value_error
 from .names import NameIndex, key
 
 
@@ -71,16 +71,22 @@ def _split(text: str) -> list[str]:
     return [a.strip() for a in (text or "").split(";") if a.strip()]
 
 
+NUMBER_TYPES = ("float", "int", "float | None", "int | None")   # required figures, and those that may be unknown
+
+
 def _build(cls, raw: dict[str, str]):
-    """Make a dataclass row from a CSV row, converting by the field's annotation."""
-    values = {}
+    """Make a dataclass row from a CSV row, converting by the field's annotation (a field typed
+    `float` is required: every row has it; `float | None` may be unknown, None)."""
+    values: dict[str, object] = {}
     for f in fields(cls):
         if not f.init:                    # a derived field (Model's), filled by the class itself
             continue
         text = raw.get(f.name, "")
-        if f.type in ("float | None", "int | None"):
+        if f.type in NUMBER_TYPES:
             v = _num(f.name, text)
-            values[f.name] = int(v) if (v is not None and f.type == "int | None") else v
+            if v is None and "None" not in str(f.type):
+                raise value_error(f"{cls.__name__} {raw.get('name') or ''} has no {f.name}, which every row needs")
+            values[f.name] = int(v) if (v is not None and str(f.type).startswith("int")) else v
         elif f.type == "bool":
             values[f.name] = _bool(text)
         elif f.type == "tuple[str, ...]":
@@ -99,9 +105,9 @@ class Gpu:
     form_factor: str
     aliases: tuple[str, ...]
     tier: str
-    memory_gb: float | None
+    memory_gb: float                      # required (private_catalog.REQUIRED)
     memory_type: str
-    bandwidth_tbs: float | None
+    bandwidth_tbs: float
     fp32_tflops: float | None
     tf32_tflops: float | None
     bf16_tflops: float | None
@@ -130,19 +136,112 @@ class Gpu:
     as_of: str
     note: str
 
-    def tensor_tflops(self, precision: Precision | str) -> float | None:
-        """Dense tensor throughput for a number format, falling back to 16-bit where a
-        format runs on the 16-bit units (int4/GGUF weights are dequantised)."""
-        column = as_precision(precision).tensor_column
-        value = getattr(self, column, None)
-        if value is None and column in ("fp16_tflops", "bf16_tflops"):
-            value = self.bf16_tflops if column == "fp16_tflops" else self.fp16_tflops
+    def need(self, figure: str, needed_for: str) -> float:
+        """A figure a calculation needs: the number, or #N/A naming the figure, the GPU and how
+        to supply it (never a default in its place)."""
+        value = getattr(self, figure)
+        if value is None:
+            raise MissingFigure(figure, self.name, needed_for, how_to_supply(figure, self))
+        return float(value)
+
+    def _format_rate(self, column: str) -> float | None:
+        """The catalog's dense rate for a tensor column: 0 where the GPU has no units for the
+        format, None where not known. FP16 and BF16 run at one rate on every accelerator with
+        units for both (SIXTEEN_BIT), so one figure stands for the other when only one is given."""
+        value = getattr(self, column)
+        if value is None and column in SIXTEEN_BIT:
+            other = getattr(self, SIXTEEN_BIT[column])
+            value = other or None           # the other format's 0 (no units) says nothing of this one
         return value
 
-    @property
-    def nvlink_class(self) -> bool:
+    def tensor_tflops(self, precision: Precision | str) -> float | None:
+        """Dense tensor rate of the units a format's products run on (16-bit for the weight-only
+        formats: int4, GGUF, NF4), or None where unknown or the GPU has no units for it."""
+        return self._format_rate(as_precision(precision).tensor_column) or None
+
+    def has_units(self, precision: Precision | str) -> bool | None:
+        """Whether the GPU has tensor units for the format (None: the catalog does not say)."""
+        rate = self._format_rate(as_precision(precision).tensor_column)
+        return None if rate is None else rate > 0
+
+    def weight_only(self, precision: Precision | str) -> bool:
+        """The format's weights are dequantised to 16-bit for the products: by design (int4, GGUF,
+        NF4: a 16-bit tensor column), or because the GPU has no units for a sub-16-bit format
+        (FP8 on an A100, FP4 on an H100: what vLLM's weight-only kernels do)."""
+        row = as_precision(precision)
+        if row.bits_per_param >= 16:
+            return False
+        return row.tensor_column in SIXTEEN_BIT or self.has_units(row) is False
+
+    def tensor_peak(self, precision: Precision | str, needed_for: str, weight_only: bool = True) -> TensorPeak:
+        """The dense rate a format's matrix products really get on this GPU, and the width of the
+        units they run on (which sets the engine's achieved share). A sub-16-bit format the GPU has
+        no units for runs weight-only on its 16-bit units, never slower than 16-bit (refused when
+        `weight_only` is False, as for training); a 16- or 32-bit format it lacks is refused; a
+        figure the catalog does not have is #N/A naming it."""
+        row = as_precision(precision)
+        if self.weight_only(row):
+            if not weight_only and self.has_units(row) is False:
+                raise value_error(f"{self.name} has no {row.name} tensor units, so {needed_for} cannot run in "
+                                  f"{row.name}; use bf16 or fp16")
+            return TensorPeak(self._sixteen_bit(needed_for), 16)
+        rate = self._format_rate(row.tensor_column)
+        if rate == 0:
+            other = "fp16" if row.name == "bf16" else "bf16"
+            raise value_error(f"{self.name} has no {row.name} tensor units; use {other}")
+        if rate is None:            # a 16-bit figure is asked for as bf16_tflops (GPU_DEFINE's; it gives both)
+            figure = "bf16_tflops" if row.tensor_column in SIXTEEN_BIT else row.tensor_column
+            raise MissingFigure(figure, self.name, needed_for, how_to_supply(figure, self))
+        return TensorPeak(rate, unit_bits(row))
+
+    def _sixteen_bit(self, needed_for: str) -> float:
+        rate = self._format_rate("fp16_tflops") or self._format_rate("bf16_tflops")
+        if rate is None:
+            raise MissingFigure("bf16_tflops", self.name, needed_for, how_to_supply("bf16_tflops", self))
+        if not rate:
+            raise value_error(f"{self.name} has no 16-bit tensor units for {needed_for}")
+        return rate
+
+    def nvlink_class(self, needed_for: str) -> bool:
         """A GPU-to-GPU link fast enough to shard a model across GPUs (see NVLINK_CLASS_GBS)."""
-        return (self.interconnect_gbs or 0) >= NVLINK_CLASS_GBS
+        return self.need("interconnect_gbs", needed_for) >= NVLINK_CLASS_GBS
+
+
+@dataclass(frozen=True)
+class TensorPeak:
+    tflops: float        # dense TFLOPS the products run at
+    bits: int            # width of the units they run on: 16, 8 or 4
+
+
+# FP16 and BF16 tensor rates are equal on every accelerator with units for both (NVIDIA Ampere and
+# later, AMD CDNA, Intel Gaudi; tests/test_missing.py checks the catalog): one figure gives the other.
+SIXTEEN_BIT = {"fp16_tflops": "bf16_tflops", "bf16_tflops": "fp16_tflops"}
+
+
+def unit_bits(precision: Precision | str) -> int:
+    """Width of the tensor units a format's products run on where the GPU has units for it."""
+    row = as_precision(precision)
+    if row.tensor_column in SIXTEEN_BIT or row.tensor_column in ("fp32_tflops", "tf32_tflops") \
+            or row.bits_per_param >= 16:
+        return 16
+    return 8 if row.bits_per_param >= 8 else 4
+
+
+# How to give a GPU figure the catalog lacks: GPU_DEFINE's argument where it has one, else the spec token.
+_DEFINE_ARGS = ("memory_gb", "bandwidth_tbs", "bf16_tflops", "fp8_tflops", "tdp_w", "price_usd", "interconnect_gbs",
+                "fp4_tflops")
+_SPEC_TOKENS = {"fp32_tflops": "fp32=", "tf32_tflops": "tf32=", "fp16_tflops": "fp16=", "int8_tops": "int8="}
+
+
+def how_to_supply(figure: str, gpu: Gpu) -> str:
+    """Where a user gives a GPU figure the catalog lacks (the end of a MissingFigure message)."""
+    define = (f"GPU_DEFINE(..., {figure}, ...)" if figure in _DEFINE_ARGS
+              else f'a GPU spec with {_SPEC_TOKENS[figure]}... ("gpu: 80GB 3.35TB/s {_SPEC_TOKENS[figure]}...")'
+              if figure in _SPEC_TOKENS else "GPU_DEFINE")
+    if gpu.source == "GPU_DEFINE":           # a GPU described in a cell: add the figure there
+        return f"give it in {define}"
+    return (f"add it in a private catalog (a gpus.csv row with name {gpu.name!r} and {figure}, in a "
+            f"FLOPSHEET_CATALOG folder) or describe the GPU with {define}")
 
 
 # Tiers a deployment may draw on (GPU_RECOMMEND's `tiers`): one list, in the order a data centre prefers.
@@ -395,7 +494,7 @@ def is_model_name(name: str) -> bool:
 @dataclass(frozen=True)
 class Precision:
     name: str
-    bits_per_param: float | None
+    bits_per_param: float
     aliases: tuple[str, ...]
     kind: str
     tensor_column: str

@@ -72,7 +72,7 @@ class Engine:
     def batch_cap(self, gpu: Gpu) -> int | None:
         """The engine's own limit on concurrent sequences. vLLM raises its default on GPUs with
         at least 70 GiB other than the A100 (arg_utils.get_batch_defaults)."""
-        big = (gpu.memory_gb or 0) >= 70 and "A100" not in gpu.name
+        big = gpu.memory_gb >= 70 and "A100" not in gpu.name
         return self.large_gpu_max_batch if (big and self.large_gpu_max_batch) else self.max_batch
 
     def kv_format(self, precision: Precision | str) -> str:
@@ -88,7 +88,7 @@ class Engine:
         vendor picks when a benchmark does not record it (MLPerf 'vendor-chosen')."""
         for name in self.precisions:
             row = as_precision(name)
-            if row.kind != "float" or gpu.tensor_tflops(name):
+            if row.kind != "float" or gpu.has_units(row):
                 return name
         return "bf16"
 

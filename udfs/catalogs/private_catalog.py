@@ -53,7 +53,7 @@ SHARE = _R(0, 1, low_open=True)                 # a share of a peak: (0, 1]
 # figure typed in the wrong unit a million times too large) is refused instead of computed
 # with. Packaged rows satisfy these (tests/test_private_catalog.py checks it); one table for
 # `flopsheet catalog check` and the loader, so the two can never disagree.
-_TFLOPS = _R(0, 1e6, low_open=True)             # a million TFLOPS: an exaFLOP per chip
+_TFLOPS = _R(0, 1e6)             # a million TFLOPS: an exaFLOP per chip; 0: no units for the format (blank: unknown)
 _PRICE = _R(0, 1e8, low_open=True)              # $100M for one GPU or its share of a system
 _WIDTH = _R(1, 1e7, whole=True)                 # model widths, heads, ranks
 LIMITS: dict[str, dict[str, numbers.Range]] = {

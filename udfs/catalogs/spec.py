@@ -56,6 +56,10 @@ def _has(*names):
     return lambda row: all(row.get(n) not in (None, "", 0) for n in names)
 
 
+def _given(name):
+    return lambda row: row.get(name) not in (None, "")
+
+
 def _when(test, render):
     return lambda row: render(row) if test(row) else None
 
@@ -230,9 +234,11 @@ _TENSOR = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4")
 GPU_TOKENS = (
     _tok(_NUM + r"GB", ["memory_gb"], float, lambda r: f"{fmt_number(r['memory_gb'])}GB"),
     _tok(_NUM + r"TB/s", ["bandwidth_tbs"], float, lambda r: f"{fmt_number(r['bandwidth_tbs'])}TB/s"),
+    # a tensor figure of 0 is kept: the GPU has no units for the format (blank: not known)
     *[_tok(fr"{p}={_NUM}", [f"{p}_tflops"], float,
-           _when(_has(f"{p}_tflops"), lambda r, p=p: f"{p}={fmt_number(r[f'{p}_tflops'])}")) for p in _TENSOR],
-    _tok(fr"int8={_NUM}", ["int8_tops"], float, _when(_has("int8_tops"), lambda r: f"int8={fmt_number(r['int8_tops'])}")),
+           _when(_given(f"{p}_tflops"), lambda r, p=p: f"{p}={fmt_number(r[f'{p}_tflops'])}")) for p in _TENSOR],
+    _tok(fr"int8={_NUM}", ["int8_tops"], float,
+         _when(_given("int8_tops"), lambda r: f"int8={fmt_number(r['int8_tops'])}")),
     _tok(r"((?:HBM|GDDR|LPDDR)[\w.]*|unified)", ["memory_type"], str,
          _when(_has("memory_type"), lambda r: re.match(r"[\w.]*", r["memory_type"]).group())),
     _tok(_NUM + r"W", ["tdp_w"], float, _when(_has("tdp_w"), lambda r: f"{fmt_number(r['tdp_w'])}W")),

@@ -27,7 +27,7 @@ from . import serving
 from .arch import kv_cache_bytes
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..catalogs.engines import Engine, engine as engine_profile
-from ..errors import FlopsheetError, num_error
+from ..errors import FlopsheetError, MissingFigure, num_error
 from .shape import kv_layer_tokens
 from ..units import GIB, TB
 
@@ -51,38 +51,34 @@ class TooSlow(FlopsheetError):
 
 # ---------------------------------------------------------------------------- building blocks
 
-def _bits(precision: Precision | str) -> int:
-    """Tensor-core width the matrix products run at (weight-only formats multiply in 16-bit)."""
-    row = as_precision(precision)
-    column = row.tensor_column or ""
-    if column.startswith(("fp16", "bf16", "fp32", "tf32")) or row.bits_per_param >= 16:
-        return 16
-    return 8 if row.bits_per_param >= 8 else 4
-
-
 def _bandwidth(gpu: Gpu, precision: Precision | None, eng: Engine) -> float:
     """Achieved bytes/s streaming weights in `precision` (None: the KV cache) on one GPU;
-    weight-only quantised formats are dequantised on the way, at a cost."""
-    factor = eng.quantized_factor if precision and serving._is_quantized(precision) else 1.0
+    weight-only formats are dequantised on the way, at a cost."""
+    factor = eng.quantized_factor if precision and gpu.weight_only(precision) else 1.0
     return gpu.bandwidth_tbs * TB * eng.bandwidth_fraction(gpu) * factor
 
 
-def _flops(gpu: Gpu, precision: Precision | str, fraction: float, needed_for: str = "this estimate") -> float:
-    return serving._peak_flops(gpu, as_precision(precision), needed_for) * fraction
+def _flops(gpu: Gpu, precision: Precision | str, eng: Engine, needed_for: str = "this estimate") -> float:
+    """Achieved FLOP/s of the products: the rate of the units they run on times the engine's share."""
+    peak, bits = serving.peak_flops(gpu, precision, needed_for)
+    return peak * eng.matmul_fraction(bits)
 
 
-def _decode_flops(gpu: Gpu, precision: Precision | str, fraction: float, batch: float) -> float:
+def _decode_flops(gpu: Gpu, precision: Precision | str, eng: Engine, batch: float) -> float:
     """FLOP/s of a decode step's products. One sequence does 2 FLOPs per weight read: memory-bound
     on any accelerator, so a GPU with no published tensor figure (Apple) is still estimated
     at batch 1 (an infinite rate: no compute term); a larger batch needs the figure."""
-    if batch <= 1 and not serving.has_tensor_peak(gpu, as_precision(precision)):
-        return math.inf
-    return _flops(gpu, precision, fraction, f"decoding a batch of {batch:g}")
+    try:
+        return _flops(gpu, precision, eng, f"decoding a batch of {batch:g}")
+    except MissingFigure:
+        if batch <= 1:
+            return math.inf
+        raise
 
 
-def _link(gpu: Gpu) -> str:
+def _link(gpu: Gpu, n_gpus: int) -> str:
     """An NVLink-class GPU fabric (NVLink, Infinity Fabric) or PCIe, for all-reduce latency."""
-    return "nvlink" if gpu.nvlink_class else "pcie"
+    return "nvlink" if gpu.nvlink_class(f"splitting a model over {n_gpus} GPUs") else "pcie"
 
 
 def _split(eng: Engine, n_gpus: int) -> int:
@@ -116,15 +112,16 @@ def _allreduce_s(model: Model, gpu: Gpu, n_gpus: int, tokens: float) -> float:
     over each GPU's link (one direction: half the catalog's bidirectional figure)."""
     if n_gpus <= 1:
         return 0.0
-    one_way = (gpu.interconnect_gbs or 64) / 2 * 1e9 * cal.ALLREDUCE_BANDWIDTH_FRACTION
+    link = gpu.need("interconnect_gbs", f"splitting a model over {n_gpus} GPUs")
+    one_way = link / 2 * 1e9 * cal.ALLREDUCE_BANDWIDTH_FRACTION
     moved = 2 * (n_gpus - 1) / n_gpus * tokens * model.hidden * 2
-    return model.layers * 2 * (cal.ALLREDUCE_US[_link(gpu)] * 1e-6 + moved / one_way)
+    return model.layers * 2 * (cal.ALLREDUCE_US[_link(gpu, n_gpus)] * 1e-6 + moved / one_way)
 
 
 def _overhead_s(model: Model, gpu: Gpu, eng: Engine, n_gpus: int) -> float:
     fixed = eng.step_overhead_us + model.layers * eng.layer_overhead_us
     if eng.multi_gpu != "tensor" and n_gpus > 1:
-        fixed += (n_gpus - 1) * HOP_US[_link(gpu)]
+        fixed += (n_gpus - 1) * HOP_US[_link(gpu, n_gpus)]
     return fixed * 1e-6
 
 
@@ -152,7 +149,7 @@ def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", bat
     kv_precision = kv_precision or eng.kv_format(precision)
     split = _split(eng, n_gpus)
     bandwidth = _bandwidth(gpu, precision, eng)
-    matmul = _decode_flops(gpu, precision, eng.matmul_fraction(_bits(precision)), batch)
+    matmul = _decode_flops(gpu, precision, eng, batch)
     width = precision.bytes_per_param
 
     per_expert, experts, k = _experts(model)
@@ -167,7 +164,7 @@ def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", bat
     # chunked) layers at most their window; MLA one latent vector (arch.kv_cache_bytes)
     kv_bytes = kv_cache_bytes(model, context, batch, kv_precision) * _kv_replication(model, split) / split
     attn_flops = 4 * model.heads * model.head_size * kv_layer_tokens(model, context) * batch / split
-    attn_rate = _decode_flops(gpu, "fp16", eng.matmul_fraction(16), batch)
+    attn_rate = _decode_flops(gpu, "fp16", eng, batch)
     attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / attn_rate)
     return Step(weights, attention, _allreduce_s(model, gpu, split, batch), _overhead_s(model, gpu, eng, n_gpus))
 
@@ -184,7 +181,7 @@ def prefill_compute_s(model: Model, gpu: Gpu, precision: Precision | str, prompt
     """Compute-bound part of a prefill (what it adds to a step that reads the weights anyway)."""
     split = _split(eng, n_gpus)
     precision = as_precision(precision)
-    rate = _flops(gpu, precision, eng.matmul_fraction(_bits(precision)), "prefill")
+    rate = _flops(gpu, precision, eng, "prefill")
     return prefill_flops(model, prompt_tokens, batch) / split / rate \
         + _allreduce_s(model, gpu, split, prompt_tokens * batch)
 
@@ -364,6 +361,12 @@ def plan_for_demand(model: Model, gpu: Gpu, demand_tokens_per_sec: float, prompt
         except (NoFit, TooSlow) as exc:      # on n GPUs; a wider group may still do
             failures.append(exc)
             continue
+        except MissingFigure as gap:         # the search cannot compare groups it cannot estimate
+            if n_gpus:
+                raise
+            raise MissingFigure(gap.figure, gap.subject, f"{gap.needed_for} (sizing compares groups of "
+                                f"{', '.join(map(str, TP_CHOICES))} GPUs per copy; give n_gpus to size one)",
+                                gap.how) from None
         copies = max(1, math.ceil(demand_tokens_per_sec / point.tokens_per_sec - 1e-9))
         plans.append(TrafficPlan(copies, n, copies * n, demand_tokens_per_sec, point,
                                  demand_tokens_per_sec / (copies * point.tokens_per_sec)))

@@ -11,7 +11,7 @@ from . import calibration as cal
 from . import shape
 from .arch import kv_bytes_per_layer_token, kv_cache_bytes
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
-from ..errors import num_error, value_error
+from ..errors import num_error
 from ..units import GIB, TERA
 
 KV_PRECISION = "bf16"       # KV cache format where a function has no kv_precision argument (16-bit)
@@ -36,22 +36,12 @@ def streamed_params(model: Model, batch: float) -> float:
     return params
 
 
-def _is_quantized(precision: Precision) -> bool:
-    return precision.kind in ("gguf",) or (precision.kind == "int" and precision.bits_per_param < 8)
-
-
-def _peak_flops(gpu: Gpu, precision: Precision, needed_for: str = "this estimate") -> float:
-    """Dense tensor peak for the format (16-bit when the format has no figure of its own).
-    A GPU with no published tensor figure is not guessed from its FP32 vector rate."""
-    tflops = gpu.tensor_tflops(precision) or gpu.bf16_tflops or gpu.fp16_tflops
-    if not tflops:
-        raise value_error(f"{needed_for} needs the GPU's dense tensor TFLOPS, and there is no published figure for "
-                          f"{gpu.name}; give it with GPU_DEFINE(memory_gb, bandwidth_tbs, bf16_tflops, ...)")
-    return tflops * TERA
-
-
-def has_tensor_peak(gpu: Gpu, precision: Precision) -> bool:
-    return bool(gpu.tensor_tflops(precision) or gpu.bf16_tflops or gpu.fp16_tflops)
+def peak_flops(gpu: Gpu, precision: Precision | str, needed_for: str = "this estimate") -> tuple[float, int]:
+    """Dense FLOP/s a format's products really get on the GPU, and the width of the units they
+    run on (Gpu.tensor_peak: weight-only on 16-bit units where the GPU has none for the format;
+    a figure the catalog lacks is #N/A naming it, never guessed from another)."""
+    peak = gpu.tensor_peak(precision, needed_for)
+    return peak.tflops * TERA, peak.bits
 
 
 def serving_memory_gib(model: Model, precision: Precision | str, batch: float = 1, context: float = 4096,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from . import calibration as cal
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
-from ..errors import value_error
 from ..units import GIB, TERA
 
 # Bytes per parameter of model state in mixed-precision training (weights in the training
@@ -117,9 +116,5 @@ def training_flops(params: float, tokens: float, full_recompute: bool = False) -
 
 def training_gpu_hours(params: float, tokens: float, gpu: Gpu, mfu: float = cal.DEFAULT_MFU,
                        precision: Precision | str = "bf16") -> float:
-    precision = as_precision(precision)
-    peak = gpu.tensor_tflops(precision)
-    if not peak:
-        raise value_error(f"training time needs the GPU's dense {precision.name} TFLOPS, and there is no published "
-                          f"figure for {gpu.name}; give it with GPU_DEFINE(memory_gb, bandwidth_tbs, bf16_tflops, ...)")
+    peak = gpu.tensor_peak(precision, "training time", weight_only=False).tflops
     return training_flops(params, tokens) / (peak * TERA * mfu) / 3600

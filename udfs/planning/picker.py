@@ -25,7 +25,7 @@ from ..physics import calibration as cal
 from ..physics import capacity, economics, serving, training
 from ..catalogs import catalog, resolve
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
-from ..errors import FlopsheetError, num_error, value_error
+from ..errors import FlopsheetError, MissingFigure, num_error, value_error
 from ..catalogs.names import key
 from .reasons import WINNER, Reason, Status
 
@@ -90,8 +90,9 @@ def owned_rate(gpu: Gpu, ownership: economics.Ownership | None = None, price_usd
     price, o = price_usd or catalog.gpu_price(gpu, "system"), ownership or economics.Ownership()
     if not price:
         return None
-    month = o.month(price, gpu.tdp_w or 0)["total"]
-    rate = o.cost_per_gpu_hour(price, gpu.tdp_w or 0)
+    tdp = gpu.need("tdp_w", "the power cost of owning it")
+    month = o.month(price, tdp)["total"]
+    rate = o.cost_per_gpu_hour(price, tdp)
     return rate, (f"owned: ${price:,.0f} all-in per GPU{f' ({price_from})' if price_from else ''}, "
                   f"${month:,.0f} cash per GPU-month over {o.lifetime_years:g} years at {o.cost_of_capital:.0%} "
                   f"(network, colocation, power, opex included) = ${rate:.3f} per GPU-hour used at "
@@ -115,10 +116,8 @@ def _fail(option: Option, status: Status, **figures) -> Option:
 
 
 def _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis) -> Option:
-    peak = gpu.tensor_tflops(precision)
+    peak = gpu.tensor_peak(precision, "training time", weight_only=False).tflops
     option = Option(gpu.name, 0, False, None, None, None, "$", rate[1] if rate else "no price")
-    if not peak:
-        return _fail(option, Status.NO_SPEC, precision=precision.name)
     usable = serving.usable_gib(gpu)
     if workload in ("lora", "qlora"):
         mem = training.qlora_memory_gib(model, base_bits=16 if workload == "lora" else training.NF4_BITS)["total"]
@@ -132,8 +131,8 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
         return _fail(option, Status.NO_FIT) if workload in ("lora", "qlora") else \
             _fail(option, Status.NO_FIT, sharded=True)
     if n_mem > 1 and workload in ("train", "finetune") and _needs_sharding(model, gpu, precision) \
-            and not gpu.nvlink_class:
-        return _fail(option, Status.NEEDS_NVLINK, gpu=gpu.name, link_gbs=gpu.interconnect_gbs or 0,
+            and not gpu.nvlink_class("sharding the model across GPUs"):
+        return _fail(option, Status.NEEDS_NVLINK, gpu=gpu.name, link_gbs=gpu.interconnect_gbs,
                      needed_gbs=catalog.NVLINK_CLASS_GBS)
     gpu_hours = flops_per_token * tokens / (peak * 1e12 * cal.DEFAULT_MFU) / 3600
     count = max(n_mem, math.ceil(gpu_hours / (deadline * 24)))
@@ -210,8 +209,8 @@ def tier_reason(gpu: Gpu, tiers: tuple[str, ...]) -> Reason | None:
     if gpu.tier == "consumer" and gpu.vendor == "NVIDIA":
         return Reason(Status.NOT_LICENSED, {"gpu": gpu.name, "include": "any"})
     include = "any" if gpu.tier == "consumer" else ",".join(dict.fromkeys(tiers + (gpu.tier,)))
-    return Reason(Status.TIER_EXCLUDED, {"tier": gpu.tier, "link_gbs": gpu.interconnect_gbs or 0,
-                                         "include": include})
+    link = "no GPU link in the catalog" if gpu.interconnect_gbs is None else f"{gpu.interconnect_gbs:g} GB/s"
+    return Reason(Status.TIER_EXCLUDED, {"tier": gpu.tier, "link": link, "include": include})
 
 
 def rank(workload: str, model_or_params: Model | float, precision: Precision | str = "bf16", objective: str = "cost",
@@ -230,7 +229,10 @@ def rank(workload: str, model_or_params: Model | float, precision: Precision | s
         try:
             opt, monthly = _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, shape,
                                    price_basis, min_tokens_per_sec)
-        except FlopsheetError as e:          # a catalog gap for this GPU: it fails, the others still rank
+        except MissingFigure as gap:         # not comparable: the figure it needs is unknown
+            opt, monthly = _fail(Option(gpu.name, 0, False, None, None, None, "", ""), Status.NO_SPEC,
+                                 figure=gap.figure, needed_for=gap.needed_for, how=gap.how), None
+        except FlopsheetError as e:          # e.g. a format the GPU has no units for: it fails, the others rank
             opt, monthly = _fail(Option(gpu.name, 0, False, None, None, None, "", ""), Status.NO_SPEC,
                                  detail=e.message), None
         if opt.ok and budget_usd and monthly and monthly > budget_usd:
@@ -271,7 +273,7 @@ def whole_systems(opt: Option, gpu: Gpu, rate, traffic) -> None:
     count is rounded up to them, the extra GPUs being extra copies (tensor-parallel groups of 1-8
     divide a system), so capacity grows with the count. (A training job on owned GPUs is charged
     its share of a fleet kept busy with other work, so its count stays the job's.)"""
-    unit = gpu.system_gpus or 1
+    unit = int(gpu.need("system_gpus", "rounding a purchase up to whole systems"))
     if not opt.count or opt.count % unit == 0:
         return
     bought = math.ceil(opt.count / unit) * unit

@@ -30,6 +30,8 @@ TEMPLATES: dict[tuple[Status, frozenset[str]], str] = {
     (Status.OK, frozenset({"throughput_ratio"})): "fits, {throughput_ratio:.2f}x the winner's tokens/s per GPU",
     (Status.NO_SPEC, frozenset({"precision"})): "no dense {precision} figure in the catalog",
     (Status.NO_SPEC, frozenset({"detail"})): "{detail}",
+    (Status.NO_SPEC, frozenset({"figure", "needed_for", "how"})):
+        "not comparable: {needed_for} needs {figure}, which the catalog does not have ({how})",
     (Status.NO_FIT, frozenset()): "does not fit: the model does not fit in this GPU's memory",
     (Status.NO_FIT, frozenset({"sharded"})):
         "does not fit: the model does not fit in this GPU's memory even sharded over many GPUs",
@@ -53,8 +55,8 @@ TEMPLATES: dict[tuple[Status, frozenset[str]], str] = {
         "left out: {gpu} is a GeForce card - NVIDIA's GeForce driver licence (section 2.1.3, 'No Datacenter "
         "Deployment') does not allow data-centre use; PCIe only (no NVLink for tensor parallel) and no ECC memory "
         "by default. Include it with tiers = \"{include}\"",
-    (Status.TIER_EXCLUDED, frozenset({"tier", "link_gbs", "include"})):
-        "left out: a {tier} card, built for a desk rather than a rack, PCIe only ({link_gbs:g} GB/s: no "
+    (Status.TIER_EXCLUDED, frozenset({"tier", "link", "include"})):
+        "left out: a {tier} card, built for a desk rather than a rack, PCIe only ({link}: no "
         "NVLink-class link for tensor parallel). Include it with tiers = \"{include}\"",
 }
 

@@ -95,14 +95,15 @@ def money(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0) 
     if basis == "cloud":
         return Money(rate[0], rate[1], rate[0] * HOURS_PER_MONTH)
     price, o = purchase_price(sc, gpu, price_scale), sc.ownership
-    lines = o.month(price, gpu.tdp_w or 0)
-    return Money(rate[0], rate[1], lines["total"], o.capex(price), o.running_per_month(price, gpu.tdp_w or 0), lines)
+    tdp = gpu.need("tdp_w", "the power cost of owning it")
+    lines = o.month(price, tdp)
+    return Money(rate[0], rate[1], lines["total"], o.capex(price), o.running_per_month(price, tdp), lines)
 
 
 def owned_count(sc: Scenario, gpu: catalog.Gpu, count: int) -> int:
     """GPUs to buy in place of `count`: whole systems to serve (picker.whole_systems), the same
     count to train (a job's share of a fleet)."""
-    unit = (gpu.system_gpus or 1) if sc.serving else 1
+    unit = int(gpu.need("system_gpus", "rounding a purchase up to whole systems")) if sc.serving else 1
     return math.ceil(count / unit) * unit
 
 

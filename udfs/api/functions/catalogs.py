@@ -1,9 +1,11 @@
 """Catalog look-ups: GPU and model specs, cloud prices, and the lesson's GPU comparison."""
 
+from collections.abc import Callable
+
 from ...catalogs import catalog
 from ...physics import lesson
 from ..coerce import to_text
-from ...errors import quote, value_error
+from ...errors import na_error, quote, value_error
 from ...catalogs.names import key
 from ..registry import Arg, worksheet
 from ..table import Table
@@ -14,13 +16,22 @@ LESSON_GPUS = ("H100 SXM 80GB", "A100 SXM 80GB", "A100 SXM 40GB", "L40S 48GB", "
                "RTX 3090 24GB", "A10G 24GB")
 
 
-def _field(row, field: str, fields: set[str], what: str):
+def _field(row, field: str, fields: set[str], what: str, how: Callable[[str], str] | None = None):
+    """A catalog cell. With `how`, a blank is #N/A naming the field and how to supply it (a GPU's
+    blank is unknown, never an empty cell that reads as zero); without, blank (a model's blank
+    sliding_window or n_experts means it has none)."""
     name = key(field)
     prices = {v: k for k, v in catalog.PRICE_FIELDS.items()} if what == "GPU" else {}
     for f in sorted(fields):
         if key(f) == name:
             value = catalog.gpu_price(row, prices[f]) if f in prices else getattr(row, f)
-            return ";".join(value) if isinstance(value, tuple) else ("" if value is None else value)
+            if isinstance(value, tuple):
+                return ";".join(value)
+            if (value is None or value == "") and how is None:
+                return ""
+            if value is None or value == "":
+                raise na_error(f"the catalog has no {f} for {row.name}: {how(f)}")
+            return value
     raise value_error(f"unknown {what} field {quote(field)}; valid: {', '.join(sorted(fields))}")
 
 
@@ -32,7 +43,7 @@ def _field(row, field: str, fields: set[str], what: str):
            returns="any", examples=[(("H100", "bf16_tflops"), 989.5), (("RTX 4090", "memory_gb"), 24.0),
                                     (("nvidia h100 sxm5 80gb", "bandwidth_tbs"), 3.35), (("H100", "system_price_usd"), 39625.0)])
 def gpu_spec(gpu, field):
-    return _field(gpu, field, catalog.GPU_FIELDS, "GPU")
+    return _field(gpu, field, catalog.GPU_FIELDS, "GPU", lambda f: catalog.how_to_supply(f, gpu))
 
 
 @worksheet("MODEL_SPEC", "One catalog figure of a model's architecture (layers, hidden, heads, kv_heads, head_dim, "

@@ -5,7 +5,6 @@ effective-cost comparison."""
 from ...physics import calibration as cal
 from ...physics import training
 from ...catalogs.catalog import Model
-from ...errors import value_error
 from ..registry import Arg, worksheet
 from .common import GPU, MODEL_OR_PARAMS, N_GPUS, PRECISION, USD_PER_GPU_HOUR, required
 
@@ -62,8 +61,4 @@ def training_cost(model_or_params, tokens, gpu, usd_per_gpu_hour, mfu, precision
            formula='IF({workload}="training",{gpu.bf16_tflops}/{baseline_gpu.bf16_tflops},{gpu.bandwidth_tbs}/{baseline_gpu.bandwidth_tbs})')
 def speedup(gpu, baseline_gpu, workload):
     attribute = "bf16_tflops" if workload == "training" else "bandwidth_tbs"
-    a, b = getattr(gpu, attribute), getattr(baseline_gpu, attribute)
-    if not a or not b:
-        missing = gpu.name if not a else baseline_gpu.name
-        raise value_error(f"the catalog has no {attribute} for {missing}")
-    return a / b
+    return gpu.need(attribute, "SPEEDUP") / baseline_gpu.need(attribute, "SPEEDUP")

@@ -65,13 +65,13 @@ def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts,
 
 @worksheet("GPU_DEFINE", "An accelerator's figures as a spec text (e.g. \"gpu: 80GB 3.35TB/s bf16=989.5 HBM3\") "
            "that every gpu argument accepts. Leave a TFLOPS figure blank when the vendor publishes none: estimates "
-           "that need it then say so.", "spec text", "Catalog",
+           "that need it then answer #N/A naming it.", "spec text", "Catalog",
            [Arg("memory_gb", "number", "Memory per GPU as the vendor states it", "GB", min=0, min_open=True),
             Arg("bandwidth_tbs", "number", "Memory bandwidth", "TB/s", min=0, min_open=True),
-            Arg("bf16_tflops", "number", "Dense BF16/FP16 tensor throughput (blank: not published)", "TFLOPS",
+            Arg("bf16_tflops", "number", "Dense BF16/FP16 tensor throughput (blank: not known)", "TFLOPS",
                 default="", min=0, min_open=True),
-            Arg("fp8_tflops", "number", "Dense FP8 tensor throughput (blank: none)", "TFLOPS", default="", min=0,
-                min_open=True),
+            Arg("fp8_tflops", "number", "Dense FP8 tensor throughput (0: no FP8 units, FP8 weights then run on the "
+                "16-bit units; blank: not known)", "TFLOPS", default="", min=0),
             Arg("memory_type", "text", "HBM..., GDDR..., LPDDR... or unified (sets the achievable share of bandwidth)",
                 default="HBM"),
             Arg("tdp_w", "number", "Rated board power (TDP)", "W", default="", min=0, min_open=True),
@@ -79,8 +79,8 @@ def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts,
             Arg("interconnect_gbs", "number", f"GPU-to-GPU link bandwidth (NVLink-class at {NVLINK_CLASS_GBS} or more)", "GB/s",
                 default="", min=0, min_open=True),
             Arg("gpu_name", "name", "Name shown in results and messages", default=""),
-            Arg("fp4_tflops", "number", "Dense FP4 tensor throughput (blank: none)", "TFLOPS", default="", min=0,
-                min_open=True),
+            Arg("fp4_tflops", "number", "Dense FP4 tensor throughput (0: no FP4 units, FP4 weights then run on the "
+                "16-bit units; blank: not known)", "TFLOPS", default="", min=0),
             Arg("vendor", "name", "Maker (NVIDIA, AMD, Apple, ...): sets the default inference engine, TensorRT-LLM "
                 "on NVIDIA, llama.cpp on Apple and vLLM on others, as for catalog GPUs", default="")],
            returns="text",

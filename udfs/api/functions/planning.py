@@ -50,9 +50,7 @@ def tokens_per_sec_per_request(tokens_per_request, latency_s):
 def ridge_point(gpu_or_tflops, precision, bandwidth_tbs):
     tflops = gpu_or_tflops
     if isinstance(gpu_or_tflops, Gpu):                # a catalog GPU: its peak and bandwidth
-        tflops = gpu_or_tflops.tensor_tflops(precision)
-        if tflops is None:
-            raise value_error(f"the catalog has no dense {precision.name} figure for {gpu_or_tflops.name}")
+        tflops = gpu_or_tflops.tensor_peak(precision, "the ridge point").tflops
         bandwidth_tbs = bandwidth_tbs or gpu_or_tflops.bandwidth_tbs
     if not bandwidth_tbs:
         raise value_error("bandwidth_tbs is required when gpu_or_tflops is a number")
