@@ -4,6 +4,7 @@ a number format the GPU has no units for runs weight-only on its 16-bit units (n
 than 16-bit) or is refused; the picker marks an option it cannot estimate "not comparable"."""
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from udfs.reasons import Status
 
 H100 = dict(memory_gb=80, bandwidth_tbs=3.35, bf16_tflops=989.5, fp8_tflops=1979, memory_type="HBM3", tdp_w=700,
             interconnect_gbs=900, vendor="NVIDIA")
+ROOT = Path(__file__).resolve().parents[1]
 TRAFFIC = dict(requests_per_minute=600, prompt_tokens=1000, output_tokens=300)
 
 
@@ -211,3 +213,18 @@ def test_capacity_search_is_explicit_about_the_missing_link():
     with pytest.raises(MissingFigure) as e:
         capacity.plan_for_demand(catalog.model("Llama 3.1 70B"), gpu, 3000, 1000, 300)
     assert e.value.figure == "interconnect_gbs" and e.value.subject == "Linkless"
+
+
+def test_report_lists_a_gpu_missing_a_figure_as_not_comparable(private):
+    """A private GPU with a purchase price but no power figure: the scenario report still runs,
+    the owned option is not comparable (tdp_w), and the recommendation is another GPU."""
+    from udfs import report_model, scenario
+    private("name,memory_gb,bandwidth_tbs,bf16_tflops,fp16_tflops,memory_type,interconnect_gbs,system_price_usd,"
+            "system_gpus,tier\nAcme X6,96,4.0,1000,1000,HBM3,900,1000,8,datacenter\n")
+    text = (ROOT / "examples" / "serve-8b.toml").read_text(encoding="utf-8")
+    sc = scenario.parse(text.replace('gpus = "all"', 'gpus = ["Acme X6", "H100", "L40S"]'))
+    res = report_model.analyse(sc, sensitivity=False)
+    acme = [r for r in res.rows if r.gpu == "Acme X6" and r.basis == "owned"]
+    assert acme and all(not r.ok and r.reason.figures.get("figure") == "tdp_w" for r in acme)
+    assert "not comparable" in acme[0].reason.text()
+    assert res.best is not None and res.best.gpu != "Acme X6"

@@ -22,6 +22,7 @@ from ..catalogs import catalog
 from ..physics import economics
 from . import picker
 from ..physics.economics import HOURS_PER_MONTH
+from ..errors import MissingFigure
 from .reasons import Reason, Status
 from .scenario import Scenario
 
@@ -111,12 +112,15 @@ def breakeven_month(sc: Scenario, gpu: catalog.Gpu, count: int, price_scale: flo
     """First month in which renting `count` of this GPU at its cheapest cloud rate has cost as much as
     buying them (whole systems to serve; capex up front) and running them; rent is for 730 h a month
     serving, for the busy hours (730 x utilization) training. None: no price on one side, or not
-    within the lifetime."""
-    own, rent = money(sc, gpu, "owned", price_scale), money(sc, gpu, "cloud", price_scale)
+    within the lifetime, or a figure owning needs is missing (its #N/A is the owned row's reason)."""
+    try:
+        own, rent = money(sc, gpu, "owned", price_scale), money(sc, gpu, "cloud", price_scale)
+        bought = owned_count(sc, gpu, count)
+    except MissingFigure:
+        return None
     if own is None or rent is None:
         return None
     hours = HOURS_PER_MONTH * (1 if sc.serving else sc.ownership.utilization)
-    bought = owned_count(sc, gpu, count)
     saving = count * rent.rate * hours - bought * own.running
     months = round(sc.ownership.lifetime_years * 12)
     if saving <= 0:
@@ -171,11 +175,16 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
             if opt.gpu not in names or (only and only[0] != opt.gpu):
                 continue
             gpu = catalog.gpu(opt.gpu)
-            rate = scenario_rate(sc, gpu, basis, price_scale)
-            if sc.serving:
-                rows += _serving_rows(sc, model, gpu, opt, basis, rate, work, efficiency, work_scale, price_scale)
-            else:
-                rows += _training_rows(sc, opt, basis, rate, deadline, price_scale)
+            try:
+                rate = scenario_rate(sc, gpu, basis, price_scale)
+                if sc.serving:
+                    rows += _serving_rows(sc, model, gpu, opt, basis, rate, work, efficiency, work_scale, price_scale)
+                else:
+                    rows += _training_rows(sc, opt, basis, rate, deadline, price_scale)
+            except MissingFigure as gap:     # e.g. an owned price without the power figure: not comparable
+                base = _base_row(opt, basis, None)
+                base.fail(Status.NO_SPEC, figure=gap.figure, needed_for=gap.needed_for, how=gap.how)
+                rows += _same_for_counts(sc, base)
     if sc.budget_usd:
         for r in rows:
             if r.ok and r.total_cost is not None and r.total_cost > sc.budget_usd:
