@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from udfs import capacity, catalog, picker, registry
+from udfs.api import registry
+from udfs.catalogs import catalog
 from udfs.errors import FlopsheetError, MissingFigure
-from udfs.reasons import Status
+from udfs.physics import capacity
+from udfs.planning import picker
+from udfs.planning.reasons import Status
 
 H100 = dict(memory_gb=80, bandwidth_tbs=3.35, bf16_tflops=989.5, fp8_tflops=1979, memory_type="HBM3", tdp_w=700,
             interconnect_gbs=900, vendor="NVIDIA")
@@ -120,11 +123,16 @@ def test_a_16_bit_format_the_gpu_lacks_is_refused():
         e = error("SERVING_THROUGHPUT", "Llama 2 7B", gpu, "bf16")
         assert e.code == "#VALUE!" and "no bf16 tensor units" in e.message and "fp16" in e.message
         assert call("SERVING_THROUGHPUT", "Llama 2 7B", gpu, "fp16") > 0
+        # weight-only formats run on the 16-bit units it has (FP16), never refused for its missing BF16
+        for low in ("int4", "nf4", "fp8"):
+            assert call("SERVING_THROUGHPUT", "Llama 2 7B", gpu, low) >= call("SERVING_THROUGHPUT", "Llama 2 7B", gpu, "fp16")
 
 
 def test_sixteen_bit_rates_are_one_rate_where_both_are_known():
-    """The rule that lets one 16-bit figure stand for the other holds on every catalog GPU."""
-    both = [g for g in catalog.gpus() if g.bf16_tflops and g.fp16_tflops]
+    """The rule that lets one 16-bit figure stand for the other (NVIDIA and AMD) holds on every
+    such catalog GPU; not on Gaudi 3, where the rule does not apply."""
+    assert catalog.gpu("Gaudi 3").fp16_tflops < catalog.gpu("Gaudi 3").bf16_tflops
+    both = [g for g in catalog.gpus() if g.bf16_tflops and g.fp16_tflops and g.vendor in catalog.SIXTEEN_BIT_VENDORS]
     assert len(both) > 20
     assert all(g.bf16_tflops == pytest.approx(g.fp16_tflops, rel=0.01) for g in both), \
         [(g.name, g.bf16_tflops, g.fp16_tflops) for g in both if g.bf16_tflops != g.fp16_tflops]
@@ -218,7 +226,7 @@ def test_capacity_search_is_explicit_about_the_missing_link():
 def test_report_lists_a_gpu_missing_a_figure_as_not_comparable(private):
     """A private GPU with a purchase price but no power figure: the scenario report still runs,
     the owned option is not comparable (tdp_w), and the recommendation is another GPU."""
-    from udfs import report_model, scenario
+    from udfs.planning import report_model, scenario
     private("name,memory_gb,bandwidth_tbs,bf16_tflops,fp16_tflops,memory_type,interconnect_gbs,system_price_usd,"
             "system_gpus,tier\nAcme X6,96,4.0,1000,1000,HBM3,900,1000,8,datacenter\n")
     text = (ROOT / "examples" / "serve-8b.toml").read_text(encoding="utf-8")

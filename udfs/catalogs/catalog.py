@@ -146,17 +146,16 @@ class Gpu:
 
     def _format_rate(self, column: str) -> float | None:
         """The catalog's dense rate for a tensor column: 0 where the GPU has no units for the
-        format, None where not known. FP16 and BF16 run at one rate on every accelerator with
-        units for both (SIXTEEN_BIT), so one figure stands for the other when only one is given."""
+        format, None where not known. On NVIDIA and AMD GPUs FP16 and BF16 run at one rate where
+        both have units (SIXTEEN_BIT_VENDORS), so there one figure stands for the other."""
         value = getattr(self, column)
-        if value is None and column in SIXTEEN_BIT:
-            other = getattr(self, SIXTEEN_BIT[column])
-            value = other or None           # the other format's 0 (no units) says nothing of this one
+        if value is None and column in SIXTEEN_BIT and self.vendor in SIXTEEN_BIT_VENDORS:
+            value = getattr(self, SIXTEEN_BIT[column]) or None   # the other's 0 (no units) says nothing of this one
         return value
 
     def tensor_tflops(self, precision: Precision | str) -> float | None:
-        """Dense tensor rate of the units a format's products run on (16-bit for the weight-only
-        formats: int4, GGUF, NF4), or None where unknown or the GPU has no units for it."""
+        """The catalog's dense rate of the units a format's products run on (16-bit for int4,
+        GGUF and NF4), or None where unknown or the GPU has no units for it."""
         return self._format_rate(as_precision(precision).tensor_column) or None
 
     def has_units(self, precision: Precision | str) -> bool | None:
@@ -180,27 +179,29 @@ class Gpu:
         `weight_only` is False, as for training); a 16- or 32-bit format it lacks is refused; a
         figure the catalog does not have is #N/A naming it."""
         row = as_precision(precision)
-        if self.weight_only(row):
-            if not weight_only and self.has_units(row) is False:
-                raise value_error(f"{self.name} has no {row.name} tensor units, so {needed_for} cannot run in "
-                                  f"{row.name}; use bf16 or fp16")
-            return TensorPeak(self._sixteen_bit(needed_for), 16)
         rate = self._format_rate(row.tensor_column)
-        if rate == 0:
-            other = "fp16" if row.name == "bf16" else "bf16"
-            raise value_error(f"{self.name} has no {row.name} tensor units; use {other}")
-        if rate is None:            # a 16-bit figure is asked for as bf16_tflops (GPU_DEFINE's; it gives both)
-            figure = "bf16_tflops" if row.tensor_column in SIXTEEN_BIT else row.tensor_column
-            raise MissingFigure(figure, self.name, needed_for, how_to_supply(figure, self))
-        return TensorPeak(rate, unit_bits(row))
-
-    def _sixteen_bit(self, needed_for: str) -> float:
-        rate = self._format_rate("fp16_tflops") or self._format_rate("bf16_tflops")
         if rate is None:
-            raise MissingFigure("bf16_tflops", self.name, needed_for, how_to_supply("bf16_tflops", self))
-        if not rate:
-            raise value_error(f"{self.name} has no 16-bit tensor units for {needed_for}")
-        return rate
+            raise MissingFigure(row.tensor_column, self.name, needed_for, how_to_supply(row.tensor_column, self))
+        if rate > 0:
+            return TensorPeak(rate, unit_bits(row))
+        if row.bits_per_param >= 16:
+            other = "fp16" if row.tensor_column == "bf16_tflops" else "bf16"
+            raise value_error(f"{self.name} has no {row.name} tensor units; use {other}")
+        if not weight_only:
+            raise value_error(f"{self.name} has no {row.name} tensor units, so {needed_for} cannot run in "
+                              f"{row.name}; use bf16 or fp16")
+        return self.sixteen_bit_peak(needed_for)
+
+    def sixteen_bit_peak(self, needed_for: str) -> TensorPeak:
+        """The 16-bit units' rate (BF16, or FP16 where the GPU has no BF16 units: T4, V100), on which
+        attention and weight-only formats run."""
+        for column in ("bf16_tflops", "fp16_tflops"):
+            rate = self._format_rate(column)
+            if rate is None:
+                raise MissingFigure(column, self.name, needed_for, how_to_supply(column, self))
+            if rate > 0:
+                return TensorPeak(rate, 16)
+        raise value_error(f"{self.name} has no 16-bit tensor units for {needed_for}")
 
     def nvlink_class(self, needed_for: str) -> bool:
         """A GPU-to-GPU link fast enough to shard a model across GPUs (see NVLINK_CLASS_GBS)."""
@@ -213,9 +214,11 @@ class TensorPeak:
     bits: int            # width of the units they run on: 16, 8 or 4
 
 
-# FP16 and BF16 tensor rates are equal on every accelerator with units for both (NVIDIA Ampere and
-# later, AMD CDNA, Intel Gaudi; tests/test_missing.py checks the catalog): one figure gives the other.
+# FP16 and BF16 dense tensor rates are equal on NVIDIA (Ampere and later) and AMD (CDNA) GPUs with units
+# for both (their datasheets; tests/test_missing.py checks the catalog), so on those one figure gives
+# the other. Not on Intel Gaudi 3 (FP16 a quarter of BF16).
 SIXTEEN_BIT = {"fp16_tflops": "bf16_tflops", "bf16_tflops": "fp16_tflops"}
+SIXTEEN_BIT_VENDORS = ("NVIDIA", "AMD")
 
 
 def unit_bits(precision: Precision | str) -> int:

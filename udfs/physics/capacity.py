@@ -58,13 +58,13 @@ def _bandwidth(gpu: Gpu, precision: Precision | None, eng: Engine) -> float:
     return gpu.bandwidth_tbs * TB * eng.bandwidth_fraction(gpu) * factor
 
 
-def _flops(gpu: Gpu, precision: Precision | str, eng: Engine, needed_for: str = "this estimate") -> float:
+def _flops(gpu: Gpu, precision: Precision | str | None, eng: Engine, needed_for: str = "this estimate") -> float:
     """Achieved FLOP/s of the products: the rate of the units they run on times the engine's share."""
     peak, bits = serving.peak_flops(gpu, precision, needed_for)
     return peak * eng.matmul_fraction(bits)
 
 
-def _decode_flops(gpu: Gpu, precision: Precision | str, eng: Engine, batch: float) -> float:
+def _decode_flops(gpu: Gpu, precision: Precision | str | None, eng: Engine, batch: float) -> float:
     """FLOP/s of a decode step's products. One sequence does 2 FLOPs per weight read: memory-bound
     on any accelerator, so a GPU with no published tensor figure (Apple) is still estimated
     at batch 1 (an infinite rate: no compute term); a larger batch needs the figure."""
@@ -164,7 +164,7 @@ def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", bat
     # chunked) layers at most their window; MLA one latent vector (arch.kv_cache_bytes)
     kv_bytes = kv_cache_bytes(model, context, batch, kv_precision) * _kv_replication(model, split) / split
     attn_flops = 4 * model.heads * model.head_size * kv_layer_tokens(model, context) * batch / split
-    attn_rate = _decode_flops(gpu, "fp16", eng, batch)
+    attn_rate = _decode_flops(gpu, None, eng, batch)
     attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / attn_rate)
     return Step(weights, attention, _allreduce_s(model, gpu, split, batch), _overhead_s(model, gpu, eng, n_gpus))
 

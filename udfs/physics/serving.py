@@ -36,11 +36,11 @@ def streamed_params(model: Model, batch: float) -> float:
     return params
 
 
-def peak_flops(gpu: Gpu, precision: Precision | str, needed_for: str = "this estimate") -> tuple[float, int]:
-    """Dense FLOP/s a format's products really get on the GPU, and the width of the units they
-    run on (Gpu.tensor_peak: weight-only on 16-bit units where the GPU has none for the format;
-    a figure the catalog lacks is #N/A naming it, never guessed from another)."""
-    peak = gpu.tensor_peak(precision, needed_for)
+def peak_flops(gpu: Gpu, precision: Precision | str | None, needed_for: str = "this estimate") -> tuple[float, int]:
+    """Dense FLOP/s a format's products really get on the GPU (None: attention, on the 16-bit
+    units), and the width of the units they run on (Gpu.tensor_peak: weight-only on 16-bit units
+    where the GPU has none for the format; a figure the catalog lacks is #N/A naming it)."""
+    peak = gpu.sixteen_bit_peak(needed_for) if precision is None else gpu.tensor_peak(precision, needed_for)
     return peak.tflops * TERA, peak.bits
 
 
