@@ -236,3 +236,12 @@ def test_report_lists_a_gpu_missing_a_figure_as_not_comparable(private):
     assert acme and all(not r.ok and r.reason.figures.get("figure") == "tdp_w" for r in acme)
     assert "not comparable" in acme[0].reason.text()
     assert res.best is not None and res.best.gpu != "Acme X6"
+
+
+def test_private_catalog_says_no_units_with_0(private):
+    private("name,memory_gb,bandwidth_tbs,bf16_tflops,fp8_tflops,memory_type,interconnect_gbs\n"
+            "Acme X7,48,1.0,300,0,GDDR6,64\n")
+    gpu = catalog.gpu("Acme X7")
+    assert gpu.has_units("fp8") is False and gpu.weight_only("fp8")
+    assert call("PREFILL_TOKENS_PER_SEC", "Llama 3.1 8B", "Acme X7", "fp8") >= \
+        call("PREFILL_TOKENS_PER_SEC", "Llama 3.1 8B", "Acme X7", "bf16")
