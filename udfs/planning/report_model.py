@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 
-from ..physics import calibration as cal
 from ..catalogs import catalog
-from . import picker
-from ..physics.economics import HOURS_PER_MONTH
 from ..errors import num_error
+from ..physics import calibration as cal
+from ..physics.economics import HOURS_PER_MONTH
+from . import picker
 from .scenario import Scenario
 from .sweep import Row, breakeven_month, money, options, owned_count, purchase_price, sort_rows
 
@@ -137,6 +137,14 @@ def analyse(sc: Scenario, sensitivity: bool = True) -> Result:
     return res
 
 
+def _known(value: float | None, what: str) -> float:
+    """A figure every option that meets the constraints has (the sweep fills it); a clear error,
+    not a TypeError, if one ever arrives blank."""
+    if value is None:
+        raise num_error(f"the report needs {what}, and the option sweep left it blank")
+    return value
+
+
 def _unit(sc) -> str:
     return "per month" if sc.serving else "for the job"
 
@@ -154,13 +162,13 @@ def _why_best(sc: Scenario, r: Row, n_ok: int) -> str:
 
 
 def _why_runner(sc: Scenario, r: Row, best: Row) -> str:
-    cost = r.total_cost / best.total_cost if best.total_cost else math.nan
+    cost = _known(r.total_cost, "the cost") / best.total_cost if best.total_cost else math.nan
     if sc.serving:
-        speed = r.per_request_tps / best.per_request_tps
+        speed = _known(r.per_request_tps, "tokens/s per request") / _known(best.per_request_tps, "tokens/s per request")
         return (f"{cost:.2f}x the recommendation's cost (${r.total_cost:,.0f} {_unit(sc)}); "
                 f"{speed:.2f}x its speed per request ({r.per_request_tps:,.1f} tokens/s).")
     return (f"{cost:.2f}x the recommendation's cost (${r.total_cost:,.0f}); {r.days:,.1f} days "
-            f"({r.days / best.days:.2f}x the time) on {r.count:,} GPUs.")
+            f"({_known(r.days, 'the days') / _known(best.days, 'the days'):.2f}x the time) on {r.count:,} GPUs.")
 
 
 def _cost_of(sc: Scenario, row: Row, **kw) -> float | None:
@@ -226,7 +234,7 @@ def own_vs_rent(sc: Scenario, rows: list[Row], best: Row) -> OwnVsRent | Missing
     o, n, bought = sc.ownership, best.count, owned_count(sc, g, best.count)
     used = HOURS_PER_MONTH * (1 if sc.serving else o.utilization)
     months = max(1, round(o.lifetime_years * 12))
-    residual = bought * purchase_price(sc, g) * o.residual_fraction
+    residual = bought * _known(purchase_price(sc, g), "the purchase price") * o.residual_fraction
     own_cash = [bought * (own.capex + own.running * m) - (residual if m == months else 0) for m in range(months + 1)]
     rent_cash = [n * rent.rate * used * m for m in range(months + 1)]
     return OwnVsRent(gpu=g.name, count=n, bought=bought, rent_rate=rent.rate, capex=bought * own.capex,
@@ -267,7 +275,7 @@ def count_sentence(sc: Scenario, r: Row | None) -> str:
         return ""
     copies = r.count // r.gpus_per_copy
     per_copy = r.capacity_tps / copies
-    needed = sc.traffic_tokens_per_sec
+    needed = _known(sc.traffic_tokens_per_sec, "the traffic")
     copies_needed = max(1, math.ceil(needed / per_copy - 1e-9))
     head = (f"Why {r.count:,} GPU{'s' if r.count > 1 else ''}: {needed:,.0f} output tokens/s to provision ({sc.requests_per_minute:,.0f} "
             f"requests/min x {sc.output_tokens_per_request:g} tokens / 60 x (1 + {sc.headroom:.0%} headroom)). One "

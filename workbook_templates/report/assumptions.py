@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from openpyxl import Workbook
 
-from udfs.physics import calibration as cal
 from udfs.catalogs import catalog
+from udfs.physics import calibration as cal
 from udfs.physics import economics
-from udfs.planning import picker
 from udfs.physics.economics import HOURS_PER_MONTH
+from udfs.planning import picker
 from udfs.planning.report_model import Result
 
 from .. import styles as st

@@ -9,8 +9,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from udfs.planning.report_model import Result, analyse, as_json
 from udfs.cli.safe_write import check_targets
+from udfs.planning.report_model import Result, analyse, as_json
 
 from ..common import atomic_save, atomic_write
 from .book import build
@@ -77,8 +77,8 @@ def progress(steps: int, what: str):
 
 # ---------------------------------------------------------------- CLI (parser in workbook_templates/cli.py)
 def run_command(args) -> int:
-    from udfs.errors import FlopsheetError
     from udfs.cli.safe_write import WriteError
+    from udfs.errors import FlopsheetError
     out = Path(args.output)
     if out.suffix.lower() != ".xlsx":
         print(f"report: the output must be an .xlsx file, got {out.name}", file=sys.stderr)
