@@ -10,7 +10,10 @@ import math
 
 import pytest
 
-from udfs import catalog, lesson, registry, report_model, scenario
+from udfs.api import registry
+from udfs.catalogs import catalog
+from udfs.physics import lesson
+from udfs.planning import report_model, scenario
 from udfs.errors import FlopsheetError
 
 COUNTS = [1e9, 7e9, 3e10, 1.2e11, 2e11, 4e11, 1e12]

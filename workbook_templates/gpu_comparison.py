@@ -53,7 +53,8 @@ def build(path, inputs: dict | None = None) -> Book:
     head = book.input(ws, 7, "Memory kept free per GPU", "GC_Headroom", 5, fmt=st.GB, unit="GB",
                       help="GB left free on each GPU (the lesson: 5 of 80).")
     batch = book.input(ws, 8, "Batch size (7B speed)", "GC_Batch", 1, fmt="#,##0", arg=cm.BATCH)
-    eff = book.input(ws, 9, "Bandwidth efficiency", "GC_Efficiency", 0.7, fmt=st.FRACTION, arg=cm.EFFICIENCY)
+    eff = book.input(ws, 9, "Bandwidth efficiency", "GC_Efficiency", cm.EFFICIENCY.default, fmt=st.FRACTION,
+                     arg=cm.EFFICIENCY)
     ws["D4"], ws["D5"], ws["D6"] = "Memory to serve A", "Memory to serve B", "7B FP16 model size"
     pa = book.params(ws, "F4", ma, label="Parameters A")
     pb = book.params(ws, "F5", mb, label="Parameters B")

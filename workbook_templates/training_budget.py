@@ -63,7 +63,7 @@ def build(path, inputs: dict | None = None) -> Book:
     gpu = book.input(ws, 10, "GPU", "TB_GPU", "A100 SXM 80GB", choices="CatGpuNames", help="GPU from the catalog.")
     count = book.input(ws, 11, "GPUs training together", "TB_GPUCount", 1024, fmt="#,##0", whole=True,
                        unit="GPUs", help="Number of GPUs in the run (whole number >= 1).")
-    mfu = book.input(ws, 12, "Model FLOPs utilisation (MFU)", "TB_MFU", 0.4, fmt=st.FRACTION, arg=MFU)
+    mfu = book.input(ws, 12, "Model FLOPs utilisation (MFU)", "TB_MFU", MFU.default, fmt=st.FRACTION, arg=MFU)
     headroom = book.input(ws, 13, "Memory kept free per GPU", "TB_Headroom", 5, fmt=st.GB, unit="GB",
                           help="GB left free on each GPU when counting GPUs needed (the lesson: 5 of 80).")
     # default: the catalog's owned rate for the GPU chosen (the report's: all-in price, data-centre model)

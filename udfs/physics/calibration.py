@@ -23,9 +23,10 @@ ALLREDUCE_BANDWIDTH_FRACTION = 0.80
 # ~40% for whole-run GPU-hours, which is what this default feeds.
 DEFAULT_MFU = 0.40
 
-# Serving memory: what vLLM reserves by default, and runtime overhead per GPU (CUDA
-# context, activations workspace, allocator slack) in GiB.
+# Serving memory: the share of GPU memory vLLM uses by default (gpu_memory_utilization 0.9).
 USABLE_MEMORY_FRACTION = 0.90
+# Serving memory: runtime overhead per GPU (CUDA context, activations workspace, allocator
+# slack) in GiB.
 SERVING_OVERHEAD_GIB = 1.5
 # Training: framework overhead per GPU (CUDA context, allocator fragmentation) in GiB.
 TRAINING_OVERHEAD_GIB = 1.0

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from . import calibration as cal
-from . import serving
+from . import defaults, serving
 from .arch import kv_cache_bytes
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..catalogs.engines import Engine, engine as engine_profile
@@ -140,7 +140,8 @@ class Step:
         return self.weights + self.attention + self.allreduce + self.overhead
 
 
-def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", batch: float = 1, context: float = 1024,
+def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", batch: float = 1,
+                context: float = defaults.CONTEXT_TOKENS,
                 n_gpus: int = 1, kv_precision: Precision | str | None = None, eng: Engine | str | None = None) -> Step:
     """One decode step of `batch` sequences holding `context` tokens each (the mean length).
     A model known only by its size has borrowed a catalog layout already (resolve.model)."""
@@ -186,7 +187,8 @@ def prefill_compute_s(model: Model, gpu: Gpu, precision: Precision | str, prompt
         + _allreduce_s(model, gpu, split, prompt_tokens * batch)
 
 
-def prefill_seconds(model: Model, gpu: Gpu, precision: Precision | str = "bf16", prompt_tokens: float = 1024,
+def prefill_seconds(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
+                    prompt_tokens: float = defaults.PROMPT_TOKENS,
                     batch: float = 1, n_gpus: int = 1, eng: Engine | str | None = None) -> float:
     """Time to process `batch` prompts of `prompt_tokens` alone: the
     compute, never less than reading the weights once per chunk of the engine's token budget,
@@ -201,7 +203,8 @@ def prefill_seconds(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
     return max(compute, reads) + chunks * _overhead_s(model, gpu, eng, n_gpus)
 
 
-def time_to_first_token_s(model: Model, gpu: Gpu, precision: Precision | str = "bf16", prompt_tokens: float = 1024,
+def time_to_first_token_s(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
+                          prompt_tokens: float = defaults.PROMPT_TOKENS,
                           batch: float = 1, n_gpus: int = 1, eng: Engine | str | None = None,
                           running: float | None = None) -> float:
     """Prefill of the prompts, plus one decode step: the first token goes out at the end of an
@@ -274,8 +277,8 @@ def _largest(limit: int, ok) -> int:
     return lo
 
 
-def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16", prompt_tokens: float = 1024,
-                  output_tokens: float = 256, n_gpus: int = 1, max_tpot_ms: float | None = None,
+def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
+                  prompt_tokens: float = defaults.PROMPT_TOKENS, output_tokens: float = defaults.OUTPUT_TOKENS, n_gpus: int = 1, max_tpot_ms: float | None = None,
                   eng: Engine | str | None = None, kv_precision: Precision | str | None = None,
                   max_ttft_ms: float | None = None, batch: int | None = None) -> ServingPoint:
     """The largest batch that fits (and meets the latency targets), and what it delivers;
@@ -317,7 +320,6 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16", p
 # ---------------------------------------------------------------------------- traffic
 
 TP_CHOICES = (1, 2, 4, 8)
-DEFAULT_HEADROOM = 0.2
 
 
 @dataclass(frozen=True)
@@ -333,7 +335,7 @@ class TrafficPlan:
 def gpus_for_traffic(model: Model, gpu: Gpu, requests_per_minute: float, prompt_tokens: float,
                      output_tokens: float, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None,
                      precision: Precision | str = "bf16", n_gpus: int | None = None, eng: Engine | str | None = None,
-                     headroom: float = DEFAULT_HEADROOM, batch: int | None = None) -> TrafficPlan:
+                     headroom: float = defaults.HEADROOM, batch: int | None = None) -> TrafficPlan:
     """Model copies (and GPUs) that serve `requests_per_minute` at the latency targets, with
     burst headroom on top of the average (1 + headroom, as TOKENS_PER_SEC_NEEDED). Without
     `n_gpus`, the tensor-parallel size among 1, 2, 4, 8 that needs the fewest GPUs."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from . import defaults
 from ..catalogs.catalog import Precision, as_precision
 from ..errors import num_error
 from ..units import GB, GIB, SECONDS_PER_YEAR, TB
@@ -61,14 +62,14 @@ def weight_load_seconds(bandwidth_tbs: float, model_size_gb: float, efficiency: 
 
 
 def tokens_per_sec(bandwidth_tbs: float, model_size_gb: float, batch: float = 1,
-                   efficiency: float = 0.7) -> float:
+                   efficiency: float = defaults.BANDWIDTH_EFFICIENCY) -> float:
     """Bandwidth-bound decode: each step streams the whole model once and yields one token
     per sequence in the batch."""
     return batch / weight_load_seconds(bandwidth_tbs, model_size_gb, efficiency)
 
 
 def token_latency_ms(bandwidth_tbs: float, model_size_gb: float, batch: float = 1,
-                     efficiency: float = 0.7) -> float:
+                     efficiency: float = defaults.BANDWIDTH_EFFICIENCY) -> float:
     """The lesson's per-token latency: one weight load divided by the batch, in ms."""
     return weight_load_seconds(bandwidth_tbs, model_size_gb, efficiency) / batch * 1000
 
@@ -100,7 +101,7 @@ def job_cost(usd_per_hour: float, hours: float) -> float:
 
 
 def tokens_per_sec_needed(requests_per_minute: float, tokens_per_request: float,
-                          headroom: float = 0.2) -> float:
+                          headroom: float = defaults.HEADROOM) -> float:
     """Q4: 1,000 req/min x 200 tokens = 3,333 tok/s; +20% burst headroom = 4,000."""
     return requests_per_minute / 60 * tokens_per_request * (1 + headroom)
 

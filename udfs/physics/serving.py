@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from . import calibration as cal
-from . import shape
+from . import defaults, shape
 from .arch import kv_bytes_per_layer_token, kv_cache_bytes
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..errors import num_error
@@ -44,7 +44,7 @@ def peak_flops(gpu: Gpu, precision: Precision | str | None, needed_for: str = "t
     return peak.tflops * TERA, peak.bits
 
 
-def serving_memory_gib(model: Model, precision: Precision | str, batch: float = 1, context: float = 4096,
+def serving_memory_gib(model: Model, precision: Precision | str, batch: float = 1, context: float = defaults.CONTEXT_TOKENS,
                        kv_precision: Precision | str = KV_PRECISION, n_gpus: int = 1) -> dict[str, float]:
     """Per-GPU memory in GiB: weights and KV cache split over n GPUs, plus runtime overhead."""
     weights = weight_bytes(model, precision) / n_gpus / GIB

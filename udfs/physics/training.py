@@ -5,6 +5,7 @@ Transformer Models"), QLoRA memory, and compute (6·N·D) to GPU-hours, days and
 from __future__ import annotations
 
 from . import calibration as cal
+from . import defaults
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..units import GIB, TERA
 
@@ -50,7 +51,7 @@ def logits_bytes(model: Model, micro_batch: float, seq_len: float) -> float:
 
 
 def training_memory_gib(model: Model, precision: Precision | str = "bf16", optimizer: str = "adamw", micro_batch: float = 1,
-                        seq_len: float = 2048, zero_stage: int = 0, n_gpus: int = 1, recompute: str = "none",
+                        seq_len: float = defaults.SEQ_LEN, zero_stage: int = 0, n_gpus: int = 1, recompute: str = "none",
                         flash_attention: bool = True) -> dict[str, float]:
     """Per-GPU memory in GiB for full training with ZeRO data parallelism over n GPUs:
     stage 1 shards optimizer states, 2 also gradients, 3 also weights (plus the largest
@@ -88,7 +89,7 @@ def lora_params(model: Model, rank: int) -> float:
     return model.layers * rank * sum(i + o for i, o in mats)
 
 
-def qlora_memory_gib(model: Model, rank: int = 16, seq_len: float = 2048, micro_batch: float = 1,
+def qlora_memory_gib(model: Model, rank: int = 16, seq_len: float = defaults.SEQ_LEN, micro_batch: float = 1,
                      checkpointing: bool = True, base_bits: float = NF4_BITS) -> dict[str, float]:
     """QLoRA (Dettmers et al. 2023): NF4 base on linear layers, 16-bit embeddings, head and
     norms, LoRA adapters trained in FP32 with Adam (16 bytes/param: weight, gradient, m, v),

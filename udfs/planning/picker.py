@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 
 from ..physics import calibration as cal
-from ..physics import capacity, economics, serving, training
+from ..physics import capacity, defaults, economics, serving, training
 from ..catalogs import catalog, resolve
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..errors import FlopsheetError, MissingFigure, num_error, value_error
@@ -32,9 +32,6 @@ from .reasons import WINNER, Reason, Status
 WORKLOADS = ("train", "finetune", "lora", "qlora", "serve")
 OBJECTIVES = ("cost", "time")
 PRICE_BASES = ("auto", "cloud", "owned")
-DEFAULT_DEADLINE_DAYS = 90
-FINETUNE_TOKENS = 1e8        # default fine-tuning data: 100M tokens
-CHINCHILLA_TOKENS_PER_PARAM = 20   # Hoffmann et al. 2022: compute-optimal pre-training
 MAX_GPUS = 100_000
 TP_SIZES = capacity.TP_CHOICES
 
@@ -43,8 +40,8 @@ TP_SIZES = capacity.TP_CHOICES
 class ServingShape:
     """What serving is sized for: request lengths, the engine (None: the GPU's default) and
     an optional batch override (None: the largest the KV cache and latency target allow)."""
-    prompt_tokens: float = 1024
-    output_tokens: float = 256
+    prompt_tokens: float = defaults.PROMPT_TOKENS
+    output_tokens: float = defaults.OUTPUT_TOKENS
     engine: object = None
     batch: int | None = None
 
@@ -152,7 +149,7 @@ def _needs_sharding(model, gpu, precision) -> bool:
 
 def _gpus_for_training(model, gpu, usable, precision) -> int | None:
     """Fewest GPUs holding the model with ZeRO-3 and full recompute, or None."""
-    one = training.training_memory_gib(model, precision, "adamw", 1, 2048, 3, 1, "full")
+    one = training.training_memory_gib(model, precision, "adamw", 1, defaults.SEQ_LEN, 3, 1, "full")
     fixed = one["activations"] + one["overhead"]
     sharded = one["weights"] + one["gradients"] + one["optimizer"]
     live_layer = model.params / model.layers * 2 / 2**30
@@ -216,7 +213,7 @@ def tier_reason(gpu: Gpu, tiers: tuple[str, ...]) -> Reason | None:
 def rank(workload: str, model_or_params: Model | float, precision: Precision | str = "bf16", objective: str = "cost",
          budget_usd: float | None = None, deadline_days: float | None = None, tokens_or_traffic: float | None = None,
          batch: int | None = None, price_basis: str = "auto", min_tokens_per_sec: float = 0.0,
-         prompt_tokens: float = 1024, output_tokens: float = 256, engine=None,
+         prompt_tokens: float = defaults.PROMPT_TOKENS, output_tokens: float = defaults.OUTPUT_TOKENS, engine=None,
          tiers: str | tuple = "datacenter") -> list[Option]:
     """Every catalog GPU's option, best first. Serving: `tokens_or_traffic` is output tokens/s
     (headroom included), `batch` an optional override, `min_tokens_per_sec` the speed each
@@ -261,9 +258,9 @@ def _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, s
         # the budget applies to the month: every GPU of every replica, rented 730 h or owned (its cash month)
         hours = economics.HOURS_PER_MONTH * (economics.Ownership().utilization if basis == "owned" else 1)
         return opt, (rate[0] * opt.count * hours if (opt.ok and rate) else None)
-    tokens = tokens_or_traffic or (CHINCHILLA_TOKENS_PER_PARAM * model.params if workload == "train"
-                                   else FINETUNE_TOKENS)
-    opt = _training_option(gpu, model, workload, precision, tokens, deadline_days or DEFAULT_DEADLINE_DAYS, rate,
+    tokens = tokens_or_traffic or (defaults.CHINCHILLA_TOKENS_PER_PARAM * model.params if workload == "train"
+                                   else defaults.FINETUNE_TOKENS)
+    opt = _training_option(gpu, model, workload, precision, tokens, deadline_days or defaults.DEADLINE_DAYS, rate,
                            basis)
     return opt, opt.cost
 

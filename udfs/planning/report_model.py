@@ -11,10 +11,10 @@ import math
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 
 from ..catalogs import catalog
+from ..physics import defaults
 from ..errors import num_error
 from ..physics import calibration as cal
 from ..physics.economics import HOURS_PER_MONTH
-from . import picker
 from .scenario import Scenario
 from .sweep import Row, breakeven_month, money, options, owned_count, purchase_price, sort_rows
 
@@ -212,7 +212,7 @@ def sensitivity_table(sc: Scenario, best: Row) -> list[Sensitivity]:
         _cost_of(replace(sc, ownership=replace(o, lifetime_years=o.lifetime_years * high_f)), best),
         "owned GPUs only")
     work_name = "Traffic (output tokens/s)" if sc.serving else "Training tokens"
-    work = sc.work if sc.work is not None else picker.FINETUNE_TOKENS
+    work = sc.work if sc.work is not None else defaults.FINETUNE_TOKENS
     add(work_name, "tokens/s" if sc.serving else "tokens", work, work * low_f, work * high_f,
         _cost_of(sc, best, work_scale=low_f) if sc.work is not None else _cost_of(sc, best, efficiency=1 / low_f),
         _cost_of(sc, best, work_scale=high_f) if sc.work is not None else _cost_of(sc, best, efficiency=1 / high_f),

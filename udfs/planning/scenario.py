@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..catalogs import catalog, engines, resolve
-from ..physics import lesson
+from ..physics import defaults, lesson
 from .. import numbers
 from ..physics.economics import Ownership
 from ..errors import FlopsheetError, quote
-from .picker import DEFAULT_DEADLINE_DAYS, OBJECTIVES, WORKLOADS, parse_tiers
+from .picker import OBJECTIVES, WORKLOADS, parse_tiers
 
 BASES = ("cloud", "owned")
 
@@ -54,9 +54,9 @@ class Scenario:
     tokens: float | None = None        # training tokens
     requests_per_minute: float | None = None
     output_tokens_per_request: float | None = None
-    headroom: float = 0.2
+    headroom: float = defaults.HEADROOM
     batch: int | None = None           # serving: an override; None = the largest that fits and meets the target
-    prompt_tokens_per_request: float = 1024
+    prompt_tokens_per_request: float = defaults.PROMPT_TOKENS
     engine: str = ""                   # serving engine; blank = the GPU's default (engines.DEFAULT_ENGINE_TEXT)
     daily_users: float | None = None
     requests_per_user_per_day: float | None = None
@@ -139,7 +139,7 @@ class Scenario:
         else:
             rows.append(("Training tokens", self.tokens, ""))
             rows.append(("Deadline (days)", self.deadline_days,
-                         "" if self.deadline_days else f"none given: {DEFAULT_DEADLINE_DAYS:g} days"))
+                         "" if self.deadline_days else f"none given: {defaults.DEADLINE_DAYS:g} days"))
         rows += [("Budget ($)", self.budget_usd, "per job" if not self.serving else "per month"),
                  ("Objective", self.objective, ""),
                  ("Candidate GPUs", "all" if self.gpus is None else ", ".join(self.gpus), ""),
@@ -430,9 +430,9 @@ def _serving(w: dict, sc: Scenario):
     sc.requests_per_minute = rpm
     sc.output_tokens_per_request = _number(w, "output_tokens_per_request", "workload", required=True, low=0,
                                            low_open=True, high=1e6)
-    sc.headroom = _number(w, "headroom", "workload", default=0.2, low=0, high=10)
+    sc.headroom = _number(w, "headroom", "workload", default=defaults.HEADROOM, low=0, high=10)
     sc.batch = _number(w, "batch", "workload", default=None, low=1, high=4096, integer=True)
-    sc.prompt_tokens_per_request = _number(w, "prompt_tokens_per_request", "workload", default=1024, low=1,
+    sc.prompt_tokens_per_request = _number(w, "prompt_tokens_per_request", "workload", default=defaults.PROMPT_TOKENS, low=1,
                                            high=1e7)
     engine = _text(w, "engine", "workload.")
     if engine:

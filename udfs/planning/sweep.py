@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..catalogs import catalog
-from ..physics import economics
+from ..physics import defaults, economics
 from . import picker
 from ..physics.economics import HOURS_PER_MONTH
 from ..errors import MissingFigure
@@ -160,8 +160,8 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
     work = sc.work * work_scale if sc.work is not None else None
     sized = work / efficiency if work is not None else None
     if sized is None and efficiency != 1.0:           # default fine-tuning tokens
-        sized = picker.FINETUNE_TOKENS / efficiency
-    deadline = sc.deadline_days or picker.DEFAULT_DEADLINE_DAYS
+        sized = defaults.FINETUNE_TOKENS / efficiency
+    deadline = sc.deadline_days or defaults.DEADLINE_DAYS
     names = {g.name for g in candidates(sc)}
     rows: list[Row] = []
     for basis in sc.pricing:
@@ -169,7 +169,7 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
             continue
         ranked = picker.rank(sc.kind, model, sc.precision, sc.objective, None, sc.deadline_days, sized, sc.batch,
                              basis, sc.min_tokens_per_sec if efficiency == 1.0 else sc.min_tokens_per_sec / efficiency,
-                             sc.prompt_tokens_per_request, sc.output_tokens_per_request or 256, sc.engine,
+                             sc.prompt_tokens_per_request, sc.output_tokens_per_request or defaults.OUTPUT_TOKENS, sc.engine,
                              sc.tiers)
         for opt in ranked:
             if opt.gpu not in names or (only and only[0] != opt.gpu):

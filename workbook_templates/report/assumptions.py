@@ -9,8 +9,8 @@ from openpyxl import Workbook
 from udfs.catalogs import catalog
 from udfs.physics import calibration as cal
 from udfs.physics import economics
+from udfs.physics import defaults
 from udfs.physics.economics import HOURS_PER_MONTH
-from udfs.planning import picker
 from udfs.planning.report_model import Result
 
 from .. import styles as st
@@ -49,7 +49,7 @@ def write(wb: Workbook, res: Result):
         ("Training FLOPs per token", "6 x parameters (4 x for LoRA/QLoRA)", "udfs/planning/picker.py"),
         ("Training parallelism", "ZeRO-3 data parallel, full recompute, micro-batch 1 x 2,048",
          f"udfs/planning/picker.py; sharded models need a >= {catalog.NVLINK_CLASS_GBS:g} GB/s (NVLink-class) GPU link"),
-        ("Default deadline (days)", picker.DEFAULT_DEADLINE_DAYS, "when the scenario gives none"),
+        ("Default deadline (days)", defaults.DEADLINE_DAYS, "when the scenario gives none"),
         ("Serving throughput per copy", "continuous batching at the largest batch the KV cache holds under the "
          "engine's memory rules and the latency target allows", "udfs/physics/capacity.py (SERVING_THROUGHPUT); "
          "docs/serving-model.md"),

@@ -4,7 +4,8 @@ prefill speed, training memory (ZeRO) and QLoRA memory."""
 from ...physics import arch, capacity, serving, training
 from ..registry import Arg, worksheet
 from ...catalogs.resolve import require_own_layout
-from .common import BATCH, CONTEXT, ENGINE, GPU, KV_PRECISION, MODEL, N_GPUS, PRECISION, PROMPT, USABLE, positive, required
+from .common import (BATCH, CONTEXT, ENGINE, GPU, KV_PRECISION, MODEL, N_GPUS, PRECISION, PROMPT, SEQ_LEN, USABLE,
+                     positive, required)
 
 @worksheet("PARAM_COUNT", "Parameter count of a catalog model (total, or active per token for mixture-of-experts).",
            "parameters", "Architecture",
@@ -107,7 +108,7 @@ TRAIN_PARTS = ("total", "weights", "gradients", "optimizer", "activations", "ove
            [MODEL, PRECISION,
             Arg("optimizer", "choice", "Optimizer", choices=tuple(training.OPTIMIZER_BYTES), default="adamw"),
             Arg("micro_batch", "number", "Sequences per GPU per step", "sequences", default=1, min=1),
-            Arg("seq_len", "number", "Tokens per sequence", "tokens", default=2048, min=1),
+            SEQ_LEN,
             Arg("zero_stage", "integer", "DeepSpeed ZeRO stage (0 = none)", "stage", default=0, min=0, max=3),
             N_GPUS, Arg("recompute", "choice", "Activation recomputation", choices=training.RECOMPUTE, default="none"),
             Arg("flash_attention", "bool", "Flash attention (no stored attention scores)", default=True),
@@ -127,7 +128,7 @@ QLORA_PARTS = ("total", "base_weights", "adapters", "activations", "overhead")
            "and head, LoRA adapters with FP32 Adam states, activations (checkpointed or not) and logits.",
            "GB of GPU memory (GiB)", "Training",
            [MODEL, Arg("rank", "integer", "LoRA rank r", "rank", default=16, min=1),
-            Arg("seq_len", "number", "Tokens per sequence", "tokens", default=2048, min=1),
+            SEQ_LEN,
             Arg("micro_batch", "number", "Sequences per step", "sequences", default=1, min=1),
             Arg("checkpointing", "bool", "Gradient checkpointing", default=True),
             Arg("part", "choice", "Which part to return", choices=QLORA_PARTS, default="total")],

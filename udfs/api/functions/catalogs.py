@@ -3,7 +3,7 @@
 from collections.abc import Callable
 
 from ...catalogs import catalog
-from ...physics import lesson
+from ...physics import defaults, lesson
 from ..coerce import to_text
 from ...errors import na_error, quote, value_error
 from ...catalogs.names import key
@@ -79,7 +79,7 @@ def _names(value) -> list[str]:
     return [n.strip() for n in str(value).split(",") if n.strip()]
 
 
-def compare_row(g: catalog.Gpu, model_size_gb: float = 14.0, efficiency: float = 0.7, price: str = "card") -> list:
+def compare_row(g: catalog.Gpu, model_size_gb: float = 14.0, efficiency: float = defaults.BANDWIDTH_EFFICIENCY, price: str = "card") -> list:
     """The lesson's derived metrics for one GPU (its `build_gpu_comparison_dataframe`), at the
     purchase price of the basis asked for (catalog.gpu_price: card, system or lesson)."""
     usd = catalog.gpu_price(g, price)

@@ -7,6 +7,8 @@ from dataclasses import replace
 
 from ...catalogs.catalog import PRICE_SETS, PRICINGS
 from ...catalogs.engines import DEFAULT_ENGINE_TEXT
+from ...physics import calibration as cal
+from ...physics import defaults
 from ...physics.lesson import MEMORY_PARTS, OPTIMIZERS
 from ..registry import REQUIRED, Arg
 
@@ -43,14 +45,19 @@ BATCH = Arg("batch", "number", "Sequences served (decoded) together", "sequences
 N_GPUS = Arg("n_gpus", "integer", "GPUs working as one (tensor parallel: GPUs holding one copy of the model)", "GPUs",
              default=1, min=1)
 CONTEXT = Arg("context", "number", "Tokens held per sequence in the KV cache (prompt + output so far)", "tokens",
-              default=4096, min=1)
-PROMPT = Arg("prompt_tokens", "number", "Prompt length", "tokens", default=1024, min=1)
-OUTPUT = Arg("output_tokens", "number", "Tokens generated per request", "tokens", default=256, min=1)
+              default=defaults.CONTEXT_TOKENS, min=1)
+PROMPT = Arg("prompt_tokens", "number", "Prompt length", "tokens", default=defaults.PROMPT_TOKENS, min=1)
+OUTPUT = Arg("output_tokens", "number", "Tokens generated per request", "tokens", default=defaults.OUTPUT_TOKENS,
+             min=1)
+HEADROOM = Arg("headroom", "number", "Burst headroom on top of the average traffic (\"20%\" accepted)", "fraction",
+               default=defaults.HEADROOM, min=0)
 ENGINE = Arg("engine", "engine", "Inference engine: vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp, MLC-LLM, ExLlamaV2, "
              "transformers or DeepSpeed (names matched loosely: \"trtllm\", \"llamacpp\", \"hf\"). Blank: "
              f"{DEFAULT_ENGINE_TEXT}", default="")
 USABLE = Arg("usable_fraction", "number", "Share of GPU memory the server may use (vLLM's default 0.9)", "fraction",
-             default=0.9, min=0, min_open=True, max=1)
+             default=cal.USABLE_MEMORY_FRACTION, min=0, min_open=True, max=1)
+
+SEQ_LEN = Arg("seq_len", "number", "Tokens per sequence", "tokens", default=defaults.SEQ_LEN, min=1)
 
 # --- memory estimator --------------------------------------------------------------------
 OPTIMIZER = Arg("optimizer", "choice", "Optimizer (none = inference)", choices=OPTIMIZERS, default="adamw")
@@ -58,7 +65,7 @@ PART = Arg("part", "choice", "Which part of the memory to return", choices=MEMOR
 MEMORY_UNIT = Arg("unit", "choice", "GiB = GB of GPU memory (2^30 bytes, as GPU sizes are stated); GB = 10^9 bytes",
                   choices=("GiB", "GB"), default="GiB")
 EFFICIENCY = Arg("efficiency", "number", "Fraction of peak memory bandwidth achieved", "fraction",
-                 default=0.7, min=0, min_open=True, max=1)
+                 default=defaults.BANDWIDTH_EFFICIENCY, min=0, min_open=True, max=1)
 MODEL_SIZE_GB = Arg("model_size_gb", "number", "Bytes read per decode step: the model file size", "GB (10^9 bytes)",
                     min=0, min_open=True)
 

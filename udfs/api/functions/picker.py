@@ -2,6 +2,7 @@
 
 from dataclasses import replace
 
+from ...physics import defaults
 from ...planning import picker
 from ..registry import Arg, worksheet
 from ..table import Table
@@ -15,7 +16,7 @@ ARGS = [
     Arg("objective", "choice", "Rank by cost (default) or time", choices=picker.OBJECTIVES, default="cost"),
     Arg("budget_usd", "number", "Budget: total $ for a job, $ per month for serving (blank = none)", "$",
         default="", min=0, min_open=True),
-    Arg("deadline_days", "number", f"Days a training job may take (default {picker.DEFAULT_DEADLINE_DAYS})", "days",
+    Arg("deadline_days", "number", f"Days a training job may take (default {defaults.DEADLINE_DAYS})", "days",
         default="", min=0, min_open=True),
     Arg("tokens_or_traffic", "count", "Training tokens (default: 20 per parameter to pre-train, 100M to fine-tune), "
         "or output tokens/s to serve (default: one replica)", "tokens or tokens/s", default="", min=0, min_open=True),

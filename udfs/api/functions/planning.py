@@ -1,17 +1,19 @@
 """Capacity planning (Q4) and the roofline (Q5) from the lesson's worked answers."""
 
+from dataclasses import replace
+
 from ...physics import lesson
 from ...catalogs.catalog import Gpu
 from ...errors import value_error
 from ..registry import Arg, worksheet
-from .common import PRECISION, positive
+from .common import HEADROOM, PRECISION, positive
 
 
 @worksheet("TOKENS_PER_SEC_NEEDED", "Output tokens per second a service must sustain: requests per minute / 60 x "
            "tokens per request x (1 + burst headroom).", "tokens/s", "Planning",
            [positive("requests_per_minute", "Requests per minute", "requests/min"),
             positive("tokens_per_request", "Output tokens per request", "tokens"),
-            Arg("headroom", "number", "Burst headroom on top of the average", "fraction", default=0.2, min=0)],
+            replace(HEADROOM, help="Burst headroom on top of the average")],
            examples=[((1000, 200), 4000.0), ((1000, 200, 0), 3333.333)],
            formula='{requests_per_minute}/60*{tokens_per_request}*(1+{headroom})')
 def tokens_per_sec_needed(requests_per_minute, tokens_per_request, headroom):

@@ -8,6 +8,7 @@ from ...physics import capacity
 from ...catalogs.engines import DEFAULT_ENGINE_TEXT
 from ..registry import Arg, worksheet
 from .common import ENGINE, GPU, MODEL, N_GPUS, OUTPUT, PRECISION, PROMPT, positive
+from .common import HEADROOM as HEADROOM_ARG
 
 MAX_TPOT = positive("max_tpot_ms", "Latency target: longest time per output token a request may see (blank: none)",
                     "ms", default="")
@@ -16,8 +17,8 @@ KV_AUTO = Arg("kv_precision", "precision", "KV-cache number format (blank: the e
               "with 8- and 4-bit float weights, 16-bit otherwise)", default="")
 N_GPUS_AUTO = replace(N_GPUS, default="", help="GPUs per model copy (tensor parallel); blank: the size among 1, 2, 4 "
                       "and 8 that needs the fewest GPUs")
-HEADROOM = Arg("headroom", "number", "Burst headroom on top of the average traffic (as TOKENS_PER_SEC_NEEDED; "
-               "\"20%\" accepted)", "fraction", default=0.2, min=0)
+HEADROOM = replace(HEADROOM_ARG, help="Burst headroom on top of the average traffic (as TOKENS_PER_SEC_NEEDED; "
+                   "\"20%\" accepted)")
 SERVING_ARGS = [MODEL, GPU, PRECISION, PROMPT, OUTPUT, N_GPUS, MAX_TPOT, ENGINE, KV_AUTO]
 HOW = ("A decode step, per GPU of the tensor-parallel group, is the sum of its operations, each on its own roofline: "
        "the weight matrices (bytes / bandwidth or FLOPs / peak, whichever is longer), every sequence's KV cache at "
