@@ -142,7 +142,7 @@ def _annotation(a):
         try:  # the precision catalog is a closed vocabulary too (aliases still accepted)
             from udfs.catalogs import catalog
             choices = tuple(p.name for p in catalog.precisions())
-        except Exception:  # catalog not there yet: a plain text argument
+        except Exception:  # noqa: BLE001 - catalog not there yet: a plain text argument
             choices = ()
     return Literal[tuple(choices)] if choices else inspect.Parameter.empty
 

@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))   # run as a script from a checkout
 
 from udfs.physics import calibration as cal  # noqa: E402
-from udfs.catalogs import catalog
+from udfs.catalogs import catalog  # noqa: E402
 from udfs.physics import serving, training  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 from udfs.units import GIB  # noqa: E402

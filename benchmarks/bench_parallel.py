@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from bench_server import free_port, start  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
+from bench_server import free_port, start
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"

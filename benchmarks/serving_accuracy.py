@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from udfs.physics import capacity
+from udfs.physics import capacity  # noqa: E402
 from udfs.catalogs import catalog, engines  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 
@@ -320,7 +320,8 @@ class Fitted:
 
 
 FITTED = (
-    Fitted("llama.cpp", "bandwidth_fraction_gddr", 0.90, 0.3, 1.0, "llama.cpp batch-1 rows on GDDR cards and unified memory (Apple)"),
+    Fitted("llama.cpp", "bandwidth_fraction_gddr", 0.90, 0.3, 1.0,
+           "llama.cpp batch-1 rows on GDDR cards and unified memory (Apple)"),
     Fitted("llama.cpp", "bandwidth_fraction_hbm", 0.80, 0.3, 1.0, "llama.cpp batch-1 rows on HBM parts"),
     Fitted("MLC-LLM", "bandwidth_fraction_gddr", 0.90, 0.3, 1.0, "MLC-LLM batch-1 rows"),
 )

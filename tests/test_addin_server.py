@@ -22,7 +22,7 @@ if importlib.util.find_spec("xlwings_server") is None:
     pytest.skip("xlwings-server is not installed (pip install 'flopsheet[server]')", allow_module_level=True)
 
 from addin.spec import arg_doc, python_optional, registry_functions  # noqa: E402
-from udfs import __version__
+from udfs import __version__  # noqa: E402
 from udfs.api import registry  # noqa: E402
 
 from .officejs import engine, same  # noqa: E402

@@ -49,7 +49,7 @@ def test_one_default_per_concept(listing):
     (its help says how, after "blank:"), e.g. the engine's own KV format or the GPU count; and a
     second default "where the function's help says why not" ("unlike ...")."""
     defaults: dict[str, set] = {}
-    for fn, a in all_args(listing):
+    for _, a in all_args(listing):
         if a["optional"] and a["name"] != "part" and "unlike" not in a["help"]:   # `part`: each function's own
             if a["default"] == "" and "blank" in a["help"].lower():
                 continue

@@ -147,7 +147,8 @@ def test_catalog_prices_carry_kind_and_date_and_system_covers_the_card():
 def test_70b_pretraining_on_a_hopper_class_gpu():
     best = picker.recommend("train", udfs.catalogs.catalog.model("Llama 2 70B"), "bf16", "cost", None, None, 2e12)
     assert udfs.catalogs.catalog.gpu(best.gpu).family in ("H100", "H200", "B200", "GB200", "B300")
-    ranked = {o.gpu: o for o in picker.rank("train", udfs.catalogs.catalog.model("Llama 2 70B"), "bf16", "cost", None, None, 2e12)}
+    model = udfs.catalogs.catalog.model("Llama 2 70B")
+    ranked = {o.gpu: o for o in picker.rank("train", model, "bf16", "cost", None, None, 2e12)}
     assert ranked["L40S 48GB"].status is Status.NEEDS_NVLINK and "NVLink" in ranked["L40S 48GB"].reason.text()
 
 

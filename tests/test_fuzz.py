@@ -102,14 +102,14 @@ def attacks(values):
 def test_every_hostile_value_through_the_cli_path():
     """registry.call: what `flopsheet calc` runs (scalars only: the CLI has no ranges)."""
     failures = [f for fn, arg, label, args in attacks(SCALARS)
-                if (f := check(fn, label, arg, lambda: registry.call(fn.name, *args)))]
+                if (f := check(fn, label, arg, lambda fn=fn, args=args: registry.call(fn.name, *args)))]
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:40])
 
 
 def test_every_hostile_value_through_the_array_path():
     """registry.call_array: what every add-in runs, ranges included (cells fail one by one)."""
     failures = [f for fn, arg, label, args in attacks(HOSTILE)
-                if (f := check(fn, label, arg, lambda: registry.call_array(fn.name, *args)))]
+                if (f := check(fn, label, arg, lambda fn=fn, args=args: registry.call_array(fn.name, *args)))]
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:40])
 
 

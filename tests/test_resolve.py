@@ -90,7 +90,8 @@ def test_speed_estimates_use_the_borrowed_layout_as_the_lender_resized():
     lent = replace(resolve.lender(7e9), params=7e9)          # the lender's layout carrying 7e9 parameters
     h100 = catalog.gpu("H100")
     assert registry.call("SERVING_BATCH", 7e9, "H100") == capacity.serving_point(lent, h100).batch
-    assert registry.call("DECODE_TOKENS_PER_SEC", "7B", "H100", context=2000) == 1 / capacity.decode_step(lent, h100, context=2000).total
+    step = capacity.decode_step(lent, h100, context=2000).total
+    assert registry.call("DECODE_TOKENS_PER_SEC", "7B", "H100", context=2000) == 1 / step
 
 
 def _hidden_over_heads(path: Path) -> list[int]:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks import serving_accuracy as acc  # noqa: E402
-from udfs.catalogs import catalog, engines  # noqa: E402
+from benchmarks import serving_accuracy as acc
+from udfs.catalogs import catalog, engines
 
 DIRECTORY = acc.default_dir()
 pytestmark = pytest.mark.skipif(not (DIRECTORY / "inference_measured.csv").exists(),

@@ -307,7 +307,8 @@ def test_parity_registry_formulas(tmp_path):
                     write_text(cell, v)
                 else:
                     cell.value = v
-                refs[k] = Name(cell.coordinate) if kind == "name" and fn.args[[a.name for a in fn.args].index(k)].type == "gpu" else cell.coordinate
+                is_gpu = fn.args[[a.name for a in fn.args].index(k)].type == "gpu"
+                refs[k] = Name(cell.coordinate) if kind == "name" and is_gpu else cell.coordinate
             ws.cell(row=r, column=1, value=fn.name)
             ws.cell(row=r, column=2, value="=" + render(fn, **refs))
             cases.append((r, fn.name, plain, expected))

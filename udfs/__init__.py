@@ -6,7 +6,7 @@
 
 __version__ = "0.1.0"
 
-from .errors import FlopsheetError  # noqa: E402
-from .api.registry import call, call_array, functions, get  # noqa: E402
+from .errors import FlopsheetError
+from .api.registry import call, call_array, functions, get
 
 __all__ = ["FlopsheetError", "call", "call_array", "functions", "get", "__version__"]

@@ -71,11 +71,11 @@ def _table(book: Book, title: str, heading: str, columns, rows, value, prefix: s
     ws = book.wb.create_sheet(title)
     ws["A1"] = heading
     ws["A1"].font = st.SECTION_FONT
-    for i, (attr, header, fmt) in enumerate(columns, start=1):
+    for i, (_, header, _) in enumerate(columns, start=1):
         ws.cell(row=2, column=i, value=header)
     st.style_header_row(ws, 2, 1, len(columns))
     for r, row in enumerate(rows, start=FIRST):
-        for i, (attr, header, fmt) in enumerate(columns, start=1):
+        for i, (attr, _, fmt) in enumerate(columns, start=1):
             v = value(row, attr)
             cell = ws.cell(row=r, column=i)
             if isinstance(v, str):
@@ -87,13 +87,13 @@ def _table(book: Book, title: str, heading: str, columns, rows, value, prefix: s
             if fmt:
                 cell.number_format = fmt
     last = FIRST + len(rows) - 1
-    for i, (attr, header, fmt) in enumerate(columns, start=1):
+    for i, (attr, _, _) in enumerate(columns, start=1):
         if attr in names:
             book.define(names[attr], f"{_q(title)}!${col(i)}${FIRST}:${col(i)}${last}")
     ws.freeze_panes = f"B{FIRST}"
     ws.auto_filter.ref = f"A2:{col(len(columns))}{last}"
     ws.print_title_rows = "1:2"
-    for i, (attr, header, fmt) in enumerate(columns, start=1):
+    for i, (attr, _, _) in enumerate(columns, start=1):
         ws.column_dimensions[col(i)].width = 22 if i == 1 else (60 if attr in ("source", "note", "price_source")
                                                                 else 10)
     ws.row_dimensions[2].height = 75

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from openpyxl import Workbook
 from openpyxl.utils import get_column_letter, quote_sheetname
@@ -40,10 +41,10 @@ class C:
         coord = f"${col}${row}" if absolute else self.coord
         return coord if from_sheet == self.sheet else f"{quote_sheetname(self.sheet)}!{coord}"
 
-    def as_name(self) -> "C":
+    def as_name(self) -> C:
         return C(self.sheet, self.coord, True)
 
-    def as_number(self) -> "C":
+    def as_number(self) -> C:
         return C(self.sheet, self.coord, False, True)
 
 

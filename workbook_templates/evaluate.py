@@ -25,7 +25,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from openpyxl.utils.cell import column_index_from_string, get_column_letter
 

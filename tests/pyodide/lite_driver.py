@@ -67,7 +67,7 @@ async def call(name, args):
         return {"result": await lite.custom_functions_call(data, main)}
     except xlwings.XlwingsError as e:  # Lite shows the message in the cell as #VALUE!
         return {"xlwings_error": str(e)}
-    except Exception as e:  # anything else would be a bug: report it, do not hide it
+    except Exception as e:  # noqa: BLE001 - anything else would be a bug: report it, do not hide it
         return {"exception": f"{type(e).__name__}: {e}"}
 
 

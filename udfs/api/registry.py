@@ -16,7 +16,8 @@ whose inputs are bad.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .. import numbers
 from ..catalogs import catalog, engines

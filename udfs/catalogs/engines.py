@@ -13,7 +13,8 @@ A profile holds what changes between engines for the same model and GPU:
 - how several GPUs are used (`multi_gpu` "tensor" parallel, or "layer": a pipeline in which
   one GPU works at a time, as llama.cpp and Accelerate's device_map do);
 - kernel efficiency: the achieved share of memory bandwidth (HBM and GDDR) and of the tensor
-  peak of each number format (one table for prefill and decode matrix products), and the fixed time per layer and per step that does not scale with bytes.
+  peak of each number format (one table for prefill and decode matrix products), and the fixed time per layer
+  and per step that does not scale with bytes.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Generic, Iterable, TypeVar
+from typing import Generic, TypeVar
+from collections.abc import Iterable
 
 from ..errors import FlopsheetError, quote
 
@@ -69,7 +70,7 @@ class NameIndex(Generic[T]):
     def names(self) -> list[str]:
         return sorted(set(self.display.values()))
 
-    def resolve(self, text: str, name_of=lambda row: getattr(row, "name")) -> T:
+    def resolve(self, text: str, name_of=lambda row: row.name) -> T:
         if len(str(text).strip()) > MAX_NAME_CHARS:
             raise FlopsheetError(f"unknown {self.what} {quote(text)}: longer than any {self.what} name", "#N/A")
         k = key(text)

@@ -17,7 +17,7 @@ import shlex
 from dataclasses import dataclass
 from functools import cache
 from types import SimpleNamespace
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import value_error
 from ..physics.shape import EXTRAS, counts

@@ -18,7 +18,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 _REASONS = {  # errno -> what the user should know
     errno.EACCES: "permission denied",

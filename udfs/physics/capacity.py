@@ -310,7 +310,7 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
             raise TooSlow(f"no batch meets {what} {target:g} ms: even one sequence takes {best:.1f} ms "
                           f"on {n_gpus} x {gpu.name} with {eng.name}", what, best)
         if latency(*args, batch) * 1000 > target:
-            batch, limited = _largest(batch, lambda b: latency(*args, b) * 1000 <= target), f"{what} target"
+            batch, limited = _largest(batch, lambda b, f=latency, t=target: f(*args, b) * 1000 <= t), f"{what} target"
     tpot = _tpot_s(*args, batch)
     prefill = batch * prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng) / output_tokens
     return ServingPoint(batch, batch / tpot, tpot * 1000, _ttft_s(*args, batch) * 1000, limited, eng.name,

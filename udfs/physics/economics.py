@@ -123,7 +123,8 @@ def blended_cost_per_1m_tokens(usd_per_gpu_hour: float, n_gpus: float, output_to
     return output * output_tokens / (prompt_tokens + output_tokens)
 
 
-def api_monthly_cost(tokens_per_month: float, input_share: float, usd_per_1m_input_tokens: float, usd_per_1m_output_tokens: float) -> float:
+def api_monthly_cost(tokens_per_month: float, input_share: float, usd_per_1m_input_tokens: float,
+                     usd_per_1m_output_tokens: float) -> float:
     return tokens_per_month * (input_share * usd_per_1m_input_tokens + (1 - input_share) * usd_per_1m_output_tokens) / 1e6
 
 

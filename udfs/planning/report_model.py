@@ -277,7 +277,8 @@ def count_sentence(sc: Scenario, r: Row | None) -> str:
     per_copy = r.capacity_tps / copies
     needed = _known(sc.traffic_tokens_per_sec, "the traffic")
     copies_needed = max(1, math.ceil(needed / per_copy - 1e-9))
-    head = (f"Why {r.count:,} GPU{'s' if r.count > 1 else ''}: {needed:,.0f} output tokens/s to provision ({sc.requests_per_minute:,.0f} "
+    head = (f"Why {r.count:,} GPU{'s' if r.count > 1 else ''}: {needed:,.0f} output tokens/s to provision "
+            f"({sc.requests_per_minute:,.0f} "
             f"requests/min x {sc.output_tokens_per_request:g} tokens / 60 x (1 + {sc.headroom:.0%} headroom)). One "
             f"copy of the model runs on {r.gpus_per_copy} GPU{'s' if r.gpus_per_copy > 1 else ''} at "
             f"{r.batch or 'its'} concurrent requests and makes {per_copy:,.0f} tokens/s, {r.per_request_tps:,.1f} per "

@@ -38,7 +38,8 @@ def option_columns(sc: Scenario) -> list[tuple[str, str, object]]:
     cols += [("Capex ($)", st.USD0, lambda r: r.capex),
              ("GPU-hours rented" + (" a month" if sc.serving else ""), st.INT, lambda r: r.rented_hours),
              ("Break-even month (own vs rent)", st.INT, lambda r: r.breakeven_month)]
-    cols += [("Why it fails / note", "", lambda r: r.reason.text() if r.reason else ""), ("Price basis", "", lambda r: r.rate_note)]
+    cols += [("Why it fails / note", "", lambda r: r.reason.text() if r.reason else ""),
+             ("Price basis", "", lambda r: r.rate_note)]
     return cols
 
 

@@ -42,7 +42,8 @@ def write(wb: Workbook, res: Result):
         put(ws, row, 5, it.low_cost, st.USD0)
         put(ws, row, 6, it.high_cost, st.USD0)
         for col, src in ((7, 5), (8, 6)):
-            c = ws.cell(row=row, column=col, value=f"=IF(ISNUMBER({column_letter(src)}{row}),{column_letter(src)}{row}-$B${head + len(res.sensitivity) + 2},0)")
+            ref = f"{column_letter(src)}{row}"
+            c = ws.cell(row=row, column=col, value=f"=IF(ISNUMBER({ref}),{ref}-$B${head + len(res.sensitivity) + 2},0)")
             c.number_format = '"$"#,##0;[Red]-"$"#,##0'
         c = ws.cell(row=row, column=9, value=f"=ABS(H{row}-G{row})")
         c.number_format = st.USD0

@@ -208,5 +208,6 @@ def _money_lines(sc: Scenario, r: Row) -> list:
     firm = ("your quote (scenario [prices])" if g.name in sc.purchase_overrides else
             f"{g.system_price_kind}, {g.system_price_as_of or 'undated'}; card: {g.price_kind or 'no card price'}"
             f"{', ' + g.price_as_of if g.price_as_of else ''}")
-    return [("All-in price per GPU ($)", purchase_price(sc, g), st.USD0), ("How firm that price is", firm, "")] + [(f"  of which {names[k]} ($ a month)", r.lines[k], st.USD0) for k in names]
+    return [("All-in price per GPU ($)", purchase_price(sc, g), st.USD0), ("How firm that price is", firm, "")] \
+        + [(f"  of which {names[k]} ($ a month)", r.lines[k], st.USD0) for k in names]
 

@@ -54,7 +54,8 @@ def fits(model, gpu, precision, batch, context, n_gpus, usable_fraction):
 
 
 @worksheet("MAX_BATCH", "Sequences of a given context length whose KV cache fits beside the weights (0 if the model "
-           "does not fit).", "sequences", "Serving", [MODEL, GPU, required(CONTEXT, "Tokens per sequence"), PRECISION, N_GPUS, USABLE],
+           "does not fit).", "sequences", "Serving",
+           [MODEL, GPU, required(CONTEXT, "Tokens per sequence"), PRECISION, N_GPUS, USABLE],
            examples=[(("Llama 2 7B", "A100", 4096, "fp16"), 28)])
 def max_batch(model, gpu, context, precision, n_gpus, usable_fraction):
     require_own_layout(model)

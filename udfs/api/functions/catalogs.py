@@ -134,7 +134,8 @@ def gpu_compare(gpus, sort_by, price):
             PRICE_SET, Arg("per", "choice", "Price of the whole instance or per GPU", choices=("instance", "gpu"),
                            default="instance")],
            examples=[(("p5.48xlarge",), 55.04), (("p5.48xlarge", "on-demand", "", "lesson"), 98.32),
-                     (("p4de.24xlarge", "spot", "", "lesson"), 12.29), (("p5.48xlarge", "on-demand", "", "current", "gpu"), 6.88)])
+                     (("p4de.24xlarge", "spot", "", "lesson"), 12.29),
+                     (("p5.48xlarge", "on-demand", "", "current", "gpu"), 6.88)])
 def cloud_price(instance, pricing, provider, price_set, per):
     row = catalog.cloud_price(instance, pricing, provider, price_set)
     return row.usd_per_gpu_hour if per == "gpu" else row.usd_per_hour

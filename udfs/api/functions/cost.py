@@ -5,7 +5,8 @@ from dataclasses import replace
 
 from ...physics import lesson
 from ..registry import Arg, worksheet
-from .common import CLOUD_USD_PER_GPU_HOUR, HARDWARE_COST_USD, LIFETIME_YEARS, N_GPUS, POWER_W, USD_PER_HOUR, USD_PER_KWH, UTILIZATION, positive
+from .common import (CLOUD_USD_PER_GPU_HOUR, HARDWARE_COST_USD, LIFETIME_YEARS, N_GPUS, POWER_W, USD_PER_HOUR,
+                     USD_PER_KWH, UTILIZATION, positive)
 
 COST_PARTS = ("total", "hardware", "power")
 TOKENS_PER_SEC = positive("tokens_per_sec", "Throughput while serving", "tokens/s")

@@ -5,7 +5,8 @@ from dataclasses import replace
 
 from ...physics import capacity, economics
 from ..registry import Arg, worksheet
-from .common import BATCH, CLOUD_USD_PER_GPU_HOUR, HARDWARE_COST_USD, LIFETIME_YEARS, POWER_W, USD_PER_GPU_HOUR, USD_PER_KWH, UTILIZATION, positive
+from .common import (BATCH, CLOUD_USD_PER_GPU_HOUR, HARDWARE_COST_USD, LIFETIME_YEARS, POWER_W, USD_PER_GPU_HOUR,
+                     USD_PER_KWH, UTILIZATION, positive)
 from .serving import SERVING_ARGS
 
 PUE = Arg("pue", "number", "Facility power usage effectiveness (1 = no overhead; data centres average ~1.5)", "x",

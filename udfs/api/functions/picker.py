@@ -39,7 +39,8 @@ TIERS = Arg("tiers", "text", "GPU tiers the deployment may use: datacenter (defa
            "ranked by cost or time, with the reason each wins or fails (does not fit, no NVLink for sharding, over "
            "budget, misses the deadline, too slow for the latency target, a tier left out).", "table", "Picker",
            ARGS + SERVING_SHAPE + [TIERS],
-           returns="table", examples=[(("serve", "Llama 2 7B", "fp16"), None), (("train", "Llama 2 70B", "bf16", "cost", "", "", 2e12), None)])
+           returns="table", examples=[(("serve", "Llama 2 7B", "fp16"), None),
+                                      (("train", "Llama 2 70B", "bf16", "cost", "", "", 2e12), None)])
 def gpu_rank(**kw):
     options = picker.rank(*_rank_args(kw))
     return Table(RANK_HEADER, [_rank_row(i, o) for i, o in enumerate(options, start=1)])
