@@ -72,7 +72,7 @@ def _input_duplicates(path: Path, node: ast.Call) -> list[str]:
         return []
     module = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
     try:
-        declared = eval(compile(ast.Expression(arg), str(path), "eval"), vars(module))  # noqa: S307 (our own source)
+        declared = eval(compile(ast.Expression(arg), str(path), "eval"), vars(module))  # our own source
     except NameError:          # a local name: not resolvable here
         return []
     if getattr(declared, "name", None) in NAMES:

@@ -278,7 +278,8 @@ def _largest(limit: int, ok) -> int:
 
 
 def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
-                  prompt_tokens: float = defaults.PROMPT_TOKENS, output_tokens: float = defaults.OUTPUT_TOKENS, n_gpus: int = 1, max_tpot_ms: float | None = None,
+                  prompt_tokens: float = defaults.PROMPT_TOKENS, output_tokens: float = defaults.OUTPUT_TOKENS,
+                  n_gpus: int = 1, max_tpot_ms: float | None = None,
                   eng: Engine | str | None = None, kv_precision: Precision | str | None = None,
                   max_ttft_ms: float | None = None, batch: int | None = None) -> ServingPoint:
     """The largest batch that fits (and meets the latency targets), and what it delivers;

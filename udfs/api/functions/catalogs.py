@@ -79,7 +79,8 @@ def _names(value) -> list[str]:
     return [n.strip() for n in str(value).split(",") if n.strip()]
 
 
-def compare_row(g: catalog.Gpu, model_size_gb: float = 14.0, efficiency: float = defaults.BANDWIDTH_EFFICIENCY, price: str = "card") -> list:
+def compare_row(g: catalog.Gpu, model_size_gb: float = 14.0, efficiency: float = defaults.BANDWIDTH_EFFICIENCY,
+                price: str = "card") -> list:
     """The lesson's derived metrics for one GPU (its `build_gpu_comparison_dataframe`), at the
     purchase price of the basis asked for (catalog.gpu_price: card, system or lesson)."""
     usd = catalog.gpu_price(g, price)
