@@ -5,6 +5,13 @@ Llama 4 and DeepSeek-V2/V3 styles: explicit head_dim, GQA, mixture-of-experts wi
 experts and dense layers, sliding-window, chunked and local/global attention, and MLA.
 Multimodal configs (Gemma 3, Llama 4, Mistral 3) are read from their `text_config`: the
 row describes the language model (the vision encoder is not counted).
+
+A config is validated with reasons before any row is made: every figure is read by the one
+number rule and checked against the range of the catalog column it fills
+(`private_catalog.LIMITS`: no negative layers, no NaN), flags must be true/false, lists must
+be lists; the finished row then passes the private catalog's own validator (more KV heads
+than heads, active above total, ... are refused), so a row `flopsheet model import --add`
+writes always loads.
 """
 
 from __future__ import annotations
@@ -14,8 +21,10 @@ from datetime import date
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..errors import value_error
+from .. import numbers
+from ..errors import FlopsheetError, quote, value_error
 from ..physics.shape import counts
+from . import catalog, private_catalog
 
 # Fields some official configs leave out because transformers fills them in (defaults of
 # the model type's config class), and properties of a family that no field states.
@@ -40,13 +49,36 @@ FAMILIES = {"llama": "Llama", "llama4_text": "Llama 4", "mistral": "Mistral", "m
 SUPPORTED = tuple(FAMILIES)
 
 
+MAX_BYTES = 10_000_000          # a config.json is a few kilobytes
+
+
+def _refuse_constant(name: str):
+    raise value_error(f"holds {name}, which is not a number JSON allows; give a finite number")
+
+
 def read(path: str | Path) -> dict:
+    """The config as a dict, or a one-line #VALUE! saying why it cannot be read."""
     try:
-        config = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
     except OSError as e:
         raise value_error(f"cannot read {path}: {e.strerror or e}") from None
+    if len(data) > MAX_BYTES:
+        raise value_error(f"{path} is larger than {MAX_BYTES // 1_000_000} MB: not a config.json")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise value_error(f"{path} is not UTF-8 text (byte {e.start}): not a config.json") from None
+    try:
+        config = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as e:
         raise value_error(f"{path} is not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}") from None
+    except RecursionError:
+        raise value_error(f"{path} is nested too deeply to be a config.json") from None
+    except FlopsheetError as e:
+        raise value_error(f"{path} {e.message}") from None
+    except ValueError as e:              # an integer of thousands of digits
+        raise value_error(f"{path} holds a number too large to read ({str(e)[:80]})") from None
     if not isinstance(config, dict):
         raise value_error(f"{path} is not a config.json object")
     return config
@@ -55,21 +87,78 @@ def read(path: str | Path) -> dict:
 def text_config(config: dict) -> dict:
     """The language-model part: `text_config` of a multimodal config, merged over the
     top level (where `tie_word_embeddings` often sits), then the type's defaults."""
+    inner = config.get("text_config")
+    if inner is not None and not isinstance(inner, dict):
+        raise value_error(f"text_config must be an object, got {quote(inner)}")
     text = dict(config)
     text.pop("text_config", None)
-    text.update(config.get("text_config") or {})
-    if "text_config" in config and "model_type" not in (config.get("text_config") or {}):
+    text.update(inner or {})
+    if inner is not None and "model_type" not in inner:
         text["model_type"] = config.get("model_type")
-    for k, v in STYLE_DEFAULTS.get(text.get("model_type"), {}).items():
+    model_type = text.get("model_type")
+    if not isinstance(model_type, str):
+        raise value_error(f"model_type must be text such as \"llama\", got {quote(model_type)}")
+    for k, v in STYLE_DEFAULTS.get(model_type, {}).items():
         text.setdefault(k, v)
     return text
 
 
+# The catalog column each config figure fills: it must meet that column's range (the one
+# range check, private_catalog.LIMITS), so an import can never write a row the catalog refuses.
+COLUMN_OF = {"num_hidden_layers": "layers", "hidden_size": "hidden", "num_attention_heads": "heads",
+             "num_key_value_heads": "kv_heads", "head_dim": "head_dim", "intermediate_size": "ffn",
+             "moe_intermediate_size": "ffn", "intermediate_size_mlp": "dense_ffn", "vocab_size": "vocab",
+             "max_position_embeddings": "context_length", "num_local_experts": "n_experts",
+             "num_experts": "n_experts", "n_routed_experts": "n_experts", "num_experts_per_tok": "experts_per_token",
+             "experts_per_token": "experts_per_token", "n_shared_experts": "shared_experts",
+             "sliding_window": "sliding_window", "attention_chunk_size": "sliding_window",
+             "kv_lora_rank": "kv_lora_rank", "q_lora_rank": "q_lora_rank", "qk_rope_head_dim": "qk_rope_dim",
+             "qk_nope_head_dim": "head_dim", "v_head_dim": "head_dim"}
+_STEP = numbers.Range(1, 1e7, whole=True)
+OTHER_RANGES = {"first_k_dense_replace": numbers.Range(0, 1e7, whole=True), "interleave_moe_layer_step": _STEP,
+                "decoder_sparse_step": _STEP, "sliding_window_pattern": _STEP}
+
+
 def _int(cfg: dict, *names: str) -> int | None:
+    """The first of `names` the config gives, as a whole number in its column's range."""
     for n in names:
-        if cfg.get(n) not in (None, ""):
-            return int(cfg[n])
+        value = cfg.get(n)
+        if value is None or value == "":
+            continue
+        allowed = OTHER_RANGES.get(n) or private_catalog.LIMITS["models.csv"][COLUMN_OF[n]]
+        return int(numbers.check(n, value, allowed))
     return None
+
+
+def _flag(cfg: dict, name: str, default: bool) -> bool:
+    value = cfg.get(name, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise value_error(f"{name} must be true or false, got {quote(value)}")
+    return value
+
+
+def _list(cfg: dict, name: str) -> list:
+    value = cfg.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise value_error(f"{name} must be a list, got {quote(value)}")
+    return value
+
+
+def _layer_numbers(cfg: dict, name: str) -> list[int]:
+    return [int(numbers.check(f"{name}[{i}]", x, numbers.Range(0, whole=True)))
+            for i, x in enumerate(_list(cfg, name))]
+
+
+def _per_layer(cfg: dict, name: str, layers: int) -> list:
+    """A list with one entry per layer (layer_types, no_rope_layers)."""
+    values = _list(cfg, name)
+    if values and len(values) != layers:
+        raise value_error(f"{name} has {len(values)} entries for {layers} layers (num_hidden_layers)")
+    return values
 
 
 def _moe(cfg: dict, layers: int) -> dict:
@@ -79,15 +168,21 @@ def _moe(cfg: dict, layers: int) -> dict:
         return {}
     expert_ffn = _int(cfg, "moe_intermediate_size") or _int(cfg, "intermediate_size")
     dense_ffn = _int(cfg, "intermediate_size_mlp") or _int(cfg, "intermediate_size")
+    if expert_ffn is None:
+        raise value_error("config.json lacks moe_intermediate_size (or intermediate_size): the expert width")
     moe_layers = layers
-    if cfg.get("first_k_dense_replace"):                         # DeepSeek: first k layers dense
-        moe_layers = layers - int(cfg["first_k_dense_replace"])
-    elif cfg.get("interleave_moe_layer_step"):                   # Llama 4: every step-th layer MoE
-        moe_layers = layers // int(cfg["interleave_moe_layer_step"])
-    elif cfg.get("decoder_sparse_step"):                         # Qwen MoE
-        step, dense_only = int(cfg["decoder_sparse_step"]), set(cfg.get("mlp_only_layers") or [])
+    if first_dense := _int(cfg, "first_k_dense_replace"):       # DeepSeek: first k layers dense
+        if first_dense > layers:
+            raise value_error(f"first_k_dense_replace ({first_dense}) must not exceed num_hidden_layers ({layers})")
+        moe_layers = layers - first_dense
+    elif step := _int(cfg, "interleave_moe_layer_step"):          # Llama 4: every step-th layer MoE
+        moe_layers = layers // step
+    elif step := _int(cfg, "decoder_sparse_step"):                # Qwen MoE
+        dense_only = set(_layer_numbers(cfg, "mlp_only_layers"))
         moe_layers = sum(1 for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
-    shared = _int(cfg, "n_shared_experts") or STYLE_FACTS.get(cfg.get("model_type"), {}).get("shared_experts")
+    if moe_layers < layers and dense_ffn is None:
+        raise value_error("config.json lacks intermediate_size: the width of its dense layers")
+    shared = _int(cfg, "n_shared_experts") or STYLE_FACTS.get(cfg["model_type"], {}).get("shared_experts")
     return {"n_experts": experts, "experts_per_token": _int(cfg, "num_experts_per_tok", "experts_per_token"),
             "ffn": expert_ffn, "dense_ffn": dense_ffn if moe_layers < layers else None,
             "moe_layers": moe_layers, "shared_experts": shared}
@@ -95,43 +190,47 @@ def _moe(cfg: dict, layers: int) -> dict:
 
 def _attention_pattern(cfg: dict, layers: int) -> dict:
     """Sliding/chunked window and how many layers use it (the rest attend globally)."""
-    if cfg.get("attention_chunk_size"):                          # Llama 4: chunked on RoPE layers
-        rope = cfg.get("no_rope_layers")
-        local = sum(1 for x in rope if x) if rope else layers - layers // 4
-        return {"sliding_window": int(cfg["attention_chunk_size"]), "local_layers": local}
-    window = cfg.get("sliding_window")
-    if not window or cfg.get("use_sliding_window") is False:
+    if chunk := _int(cfg, "attention_chunk_size"):               # Llama 4: chunked on RoPE layers
+        rope = _per_layer(cfg, "no_rope_layers", layers)
+        local = sum(1 for x in _layer_numbers(cfg, "no_rope_layers") if x) if rope else layers - layers // 4
+        return {"sliding_window": chunk, "local_layers": local}
+    window = _int(cfg, "sliding_window")
+    if not window or not _flag(cfg, "use_sliding_window", True):
         return {}
-    types = cfg.get("layer_types")
+    types = _per_layer(cfg, "layer_types", layers)
     if types:
         local = sum(1 for t in types if "sliding" in str(t))
-    elif cfg.get("sliding_window_pattern"):                      # Gemma 3: every n-th layer global
-        local = layers - layers // int(cfg["sliding_window_pattern"])
+    elif pattern := _int(cfg, "sliding_window_pattern"):          # Gemma 3: every n-th layer global
+        local = layers - layers // pattern
     else:
         local = layers                                           # Mistral 7B: every layer
-    return {"sliding_window": int(window), "local_layers": local if local < layers else None}
+    return {"sliding_window": window, "local_layers": local if local < layers else None}
 
 
 def _mla(cfg: dict) -> dict:
-    if not cfg.get("kv_lora_rank"):
+    rank = _int(cfg, "kv_lora_rank")
+    if not rank:
         return {}
     nope, v = _int(cfg, "qk_nope_head_dim"), _int(cfg, "v_head_dim")
     if nope != v:
         raise value_error(f"MLA with qk_nope_head_dim {nope} != v_head_dim {v} is not supported")
-    return {"kv_lora_rank": int(cfg["kv_lora_rank"]), "qk_rope_dim": _int(cfg, "qk_rope_head_dim"),
+    return {"kv_lora_rank": rank, "qk_rope_dim": _int(cfg, "qk_rope_head_dim"),
             "q_lora_rank": _int(cfg, "q_lora_rank"), "head_dim": nope}
 
 
 def shape_row(config: dict) -> dict:
     """The architecture columns of a catalog model row (values, not yet text)."""
     cfg = text_config(config)
-    model_type = cfg.get("model_type")
+    model_type = cfg["model_type"]
     if model_type not in FAMILIES:
-        raise value_error(f"model_type {model_type!r} is not supported; supported: {', '.join(SUPPORTED)}")
-    layers = _int(cfg, "num_hidden_layers")
-    missing = [n for n in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size") if not cfg.get(n)]
+        raise value_error(f"model_type {quote(model_type)} is not supported; supported: {', '.join(SUPPORTED)}")
+    needed = ["num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size"]
+    if not any(cfg.get(n) not in (None, "") for n in ("num_local_experts", "num_experts", "n_routed_experts")):
+        needed.append("intermediate_size")                       # a dense model's MLP width
+    missing = [n for n in needed if cfg.get(n) in (None, "")]
     if missing:
         raise value_error(f"config.json lacks {', '.join(missing)}")
+    layers = _int(cfg, "num_hidden_layers")
     facts = STYLE_FACTS.get(model_type, {})
     extras = list(facts.get("extras", []))
     if "topk_method" in cfg and cfg["topk_method"] == "noaux_tc":       # DeepSeek-V3 score-correction bias
@@ -140,9 +239,9 @@ def shape_row(config: dict) -> dict:
            "heads": _int(cfg, "num_attention_heads"),
            "kv_heads": _int(cfg, "num_key_value_heads") or _int(cfg, "num_attention_heads"),
            "head_dim": _int(cfg, "head_dim"), "ffn": _int(cfg, "intermediate_size"), "vocab": _int(cfg, "vocab_size"),
-           "tied_embeddings": bool(cfg.get("tie_word_embeddings", False)), "gated_mlp": True, "norm": "rmsnorm",
-           "attn_bias": bool(cfg.get("attention_bias", facts.get("attn_bias", False))),
-           "mlp_bias": bool(cfg.get("mlp_bias", facts.get("mlp_bias", False))), "pos_embedding": "rope",
+           "tied_embeddings": _flag(cfg, "tie_word_embeddings", False), "gated_mlp": True, "norm": "rmsnorm",
+           "attn_bias": _flag(cfg, "attention_bias", facts.get("attn_bias", False)),
+           "mlp_bias": _flag(cfg, "mlp_bias", facts.get("mlp_bias", False)), "pos_embedding": "rope",
            "context_length": _int(cfg, "max_position_embeddings"), "extras": tuple(extras),
            "local_attention": None}
     row.update(_moe(cfg, layers))
@@ -157,16 +256,35 @@ def shape_row(config: dict) -> dict:
 def model_row(config: dict, name: str, source: str, aliases: tuple[str, ...] = ()) -> dict:
     """A full catalog row: the shape plus exact total and active parameter counts."""
     row = shape_row(config)
+    _refuse_contradictions(row, ("kv_heads", "heads", "hidden", "experts_per_token", "n_experts", "local_layers",
+                                 "layers"))
     n = counts(SimpleNamespace(**row))
     row.update(name=name, aliases=tuple(aliases), params=n["total"],
                active_params=n["active"] if row.get("n_experts") else None,
                source=source, as_of=date.today().isoformat(), note="imported from config.json by flopsheet model import")
+    _refuse_contradictions(row)
     return row
 
 
+def _refuse_contradictions(row: dict, only: tuple[str, ...] = ()) -> None:
+    """The private catalog's own checks on the row (cell ranges, KV heads <= heads, active <=
+    total, ...): what it refuses to load is refused here, with its reason. `only` checks the
+    shape's figures before the parameter count is computed from them."""
+    columns = catalog.columns("models.csv")
+    text = private_catalog.row_text(row, columns)
+    if only:
+        text = {c: (v if c in only else "") for c, v in text.items()}
+    reasons = private_catalog.row_reasons("models.csv", text, columns)
+    if reasons:
+        _, why = reasons[0]
+        more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+        raise value_error(f"config.json describes an impossible model: {why}{more}")
+
+
 def default_name(config: dict, path: str | Path) -> str:
-    name = config.get("_name_or_path") or (config.get("text_config") or {}).get("_name_or_path")
-    if name:
+    inner = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    name = config.get("_name_or_path") or inner.get("_name_or_path")
+    if isinstance(name, str) and name.strip():
         return str(name).rsplit("/", 1)[-1]
     stem = Path(path).stem
     return Path(path).parent.name if stem == "config" and Path(path).parent.name else stem

@@ -84,7 +84,7 @@ LIMITS: dict[str, dict[str, numbers.Range]] = {
 # Figures of one row that must not exceed another of the same row (when both are given), and
 # the one that must divide another: a model with more KV heads than heads, or more active
 # parameters than total, is refused wherever it comes from (a file, `flopsheet model import`).
-AT_MOST = {"models.csv": (("kv_heads", "heads"), ("active_params", "params"),
+AT_MOST = {"models.csv": (("kv_heads", "heads"), ("heads", "hidden"), ("active_params", "params"),
                           ("published_active_params", "published_params"), ("experts_per_token", "n_experts"),
                           ("moe_layers", "layers"), ("local_layers", "layers")),
            "gpus.csv": (("price_low_usd", "price_high_usd"),)}
@@ -181,6 +181,13 @@ def row_problems(table: str, row: dict[str, str]) -> list[tuple[str, str]]:
     found += [(a, f"{b} ({value[b]:g}) must be a whole multiple of {a} ({value[a]:g})") for a, b in DIVIDES.get(table, ())
               if value.get(a) and value.get(b) and value[b] % value[a]]
     return found
+
+
+def row_reasons(table: str, row: dict[str, str], columns: dict[str, str]) -> list[tuple[str, str]]:
+    """(column, why) for every cell and every contradiction of one row: what a file's row is
+    checked for, applied to a row about to be written (`flopsheet model import --add`)."""
+    found = [(c, why) for c, kind in columns.items() if (why := check_cell(table, c, row.get(c, ""), kind))]
+    return found + row_problems(table, row)
 
 
 def _read_text(path: Path) -> str:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..catalogs import catalog, hf_config, private_catalog, spec
-from ..errors import FlopsheetError
+from ..errors import FlopsheetError, quote
 
 LIST_COLUMNS = {
     "gpus": ("name", "memory_gb", "bandwidth_tbs", "bf16_tflops", "fp8_tflops", "price_usd"),
@@ -91,10 +91,15 @@ def _label(row: dict) -> str:
 
 
 def cmd_import(args) -> int:
+    """Print (and with --add append) the catalog row of a config; a config that cannot make a
+    row the catalog would load is refused with its reason (exit 2) and nothing is written."""
     config = hf_config.read(args.config)
-    name = args.name or hf_config.default_name(config, args.config)
+    name = _import_name(args.name or hf_config.default_name(config, args.config))
     source = f"{Path(args.config).name} (Hugging Face config.json of {name}), imported by flopsheet model import"
-    row = hf_config.model_row(config, name, source)
+    try:
+        row = hf_config.model_row(config, name, source)
+    except FlopsheetError as e:
+        raise FlopsheetError(f"{quote(args.config, 80)}: {e.message}", e.code) from None
     if args.spec:
         print(spec.format_model(row, name))
         return 0
@@ -109,6 +114,15 @@ def cmd_import(args) -> int:
         path = append_row(Path(args.add), "models.csv", text)
         print(f"added {name} to {path}", file=sys.stderr)
     return 0
+
+
+def _import_name(name: str) -> str:
+    """A catalog name: text with a letter, one line, at most 100 characters."""
+    name = name.strip()
+    if not any(ch.isalpha() for ch in name) or any(ord(ch) < 32 or ord(ch) == 127 for ch in name) or len(name) > 100:
+        raise FlopsheetError(f"the model name must be one line of text with letters, at most 100 characters; "
+                             f"got {quote(name)} (pass --name)")
+    return name
 
 
 def append_row(folder: Path, table: str, text: dict[str, str]) -> Path:
