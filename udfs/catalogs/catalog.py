@@ -423,6 +423,15 @@ class Model:
     def is_moe(self) -> bool:
         return bool(self.n_experts)
 
+    def dim(self, figure: str, needed_for: str = "this estimate") -> int:
+        """A shape figure an estimate needs (layers, hidden, heads, n_experts, ...): the number, or
+        #N/A naming it and how to give it (a model known only by its size has no shape)."""
+        value = getattr(self, figure)
+        if value is None:
+            raise MissingFigure(figure, self.name, needed_for, "give the model's shape with MODEL_DEFINE(layers, hidden, "
+                                "heads, kv_heads, ffn, vocab, ...) or a models.csv row in a FLOPSHEET_CATALOG folder")
+        return int(value)
+
     @property
     def has_layout(self) -> bool:
         """Its own layout (layers, hidden, heads), not one borrowed for a bare count."""

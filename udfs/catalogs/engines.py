@@ -36,26 +36,27 @@ DEFAULT_ENGINE_TEXT = "TensorRT-LLM on NVIDIA GPUs, llama.cpp on Apple silicon, 
 
 @dataclass(frozen=True)
 class Engine:
+    """An engine profile; every figure typed `float` is required (private_catalog.REQUIRED)."""
     name: str
     aliases: tuple[str, ...]
     multi_gpu: str
     memory_rule: str
-    memory_fraction: float | None
-    activation_reserve_gib: float | None
+    memory_fraction: float
+    activation_reserve_gib: float
     max_batch: int | None
     large_gpu_max_batch: int | None
     max_num_tokens: int | None
     kv_reservation: str
     kv_precision: str
     precisions: tuple[str, ...]
-    bandwidth_fraction_hbm: float | None
-    bandwidth_fraction_gddr: float | None
-    quantized_factor: float | None
-    layer_overhead_us: float | None
-    step_overhead_us: float | None
-    matmul_fraction_16: float | None
-    matmul_fraction_8: float | None
-    matmul_fraction_4: float | None
+    bandwidth_fraction_hbm: float
+    bandwidth_fraction_gddr: float
+    quantized_factor: float
+    layer_overhead_us: float
+    step_overhead_us: float
+    matmul_fraction_16: float
+    matmul_fraction_8: float
+    matmul_fraction_4: float
     fitted: tuple[str, ...]
     source: str
     as_of: str

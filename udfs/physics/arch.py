@@ -41,7 +41,7 @@ def kv_bytes_per_layer_token(model: Model, kv_precision: Precision | str = "bf16
 def kv_bytes_per_token(model: Model, kv_precision: Precision | str = "bf16") -> float:
     """Bytes of KV cache one token adds to one sequence, over all layers (while the context
     is inside every local layer's window)."""
-    return model.layers * kv_bytes_per_layer_token(model, kv_precision)
+    return model.dim("layers", "the KV cache") * kv_bytes_per_layer_token(model, kv_precision)
 
 
 def kv_cache_bytes(model: Model, context: float, batch: float = 1, kv_precision: Precision | str = "bf16") -> float:

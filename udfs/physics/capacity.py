@@ -91,7 +91,7 @@ def _experts(model: Model) -> tuple[float, float, float]:
     """(parameters per expert over all MoE layers, experts, experts per token); zeros if dense."""
     if not model.expert_params:
         return 0.0, 0.0, 0.0
-    return model.expert_params, model.n_experts, model.experts_per_token or 1
+    return model.expert_params, model.dim("n_experts"), model.experts_per_token or 1
 
 
 def _matmul_params(model: Model) -> float:
@@ -114,12 +114,12 @@ def _allreduce_s(model: Model, gpu: Gpu, n_gpus: int, tokens: float) -> float:
         return 0.0
     link = gpu.need("interconnect_gbs", f"splitting a model over {n_gpus} GPUs")
     one_way = link / 2 * 1e9 * cal.ALLREDUCE_BANDWIDTH_FRACTION
-    moved = 2 * (n_gpus - 1) / n_gpus * tokens * model.hidden * 2
-    return model.layers * 2 * (cal.ALLREDUCE_US[_link(gpu, n_gpus)] * 1e-6 + moved / one_way)
+    moved = 2 * (n_gpus - 1) / n_gpus * tokens * model.dim("hidden") * 2
+    return model.dim("layers") * 2 * (cal.ALLREDUCE_US[_link(gpu, n_gpus)] * 1e-6 + moved / one_way)
 
 
 def _overhead_s(model: Model, gpu: Gpu, eng: Engine, n_gpus: int) -> float:
-    fixed = eng.step_overhead_us + model.layers * eng.layer_overhead_us
+    fixed = eng.step_overhead_us + model.dim("layers") * eng.layer_overhead_us
     if eng.multi_gpu != "tensor" and n_gpus > 1:
         fixed += (n_gpus - 1) * HOP_US[_link(gpu, n_gpus)]
     return fixed * 1e-6
@@ -164,7 +164,7 @@ def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", bat
     # KV cache by attention layout: global layers read the whole context, local (sliding or
     # chunked) layers at most their window; MLA one latent vector (arch.kv_cache_bytes)
     kv_bytes = kv_cache_bytes(model, context, batch, kv_precision) * _kv_replication(model, split) / split
-    attn_flops = 4 * model.heads * model.head_size * kv_layer_tokens(model, context) * batch / split
+    attn_flops = 4 * model.dim("heads") * model.head_size * kv_layer_tokens(model, context) * batch / split
     attn_rate = _decode_flops(gpu, None, eng, batch)
     attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / attn_rate)
     return Step(weights, attention, _allreduce_s(model, gpu, split, batch), _overhead_s(model, gpu, eng, n_gpus))
@@ -173,7 +173,7 @@ def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", bat
 def prefill_flops(model: Model, prompt_tokens: float, batch: float = 1) -> float:
     """2 x matrix parameters per token, plus causal attention (QK and PV over half the square;
     local layers over at most their window)."""
-    attention = 2 * model.heads * model.head_size * prompt_tokens * kv_layer_tokens(model, prompt_tokens) * batch
+    attention = 2 * model.dim("heads") * model.head_size * prompt_tokens * kv_layer_tokens(model, prompt_tokens) * batch
     return 2 * _matmul_params(model) * prompt_tokens * batch + attention
 
 

@@ -30,7 +30,7 @@ def streamed_params(model: Model, batch: float) -> float:
     with E experts and k per token, a batch touches E x (1 - (1 - k/E)^batch) of them."""
     params = model.total_params - (0 if model.tied_embeddings else model.input_embedding_params)
     if model.expert_params:
-        experts, k = model.n_experts, model.experts_per_token or 1
+        experts, k = model.dim("n_experts"), model.experts_per_token or 1
         touched = experts * (1 - (1 - k / experts) ** batch)
         params -= (experts - touched) * model.expert_params
     return params

@@ -15,6 +15,7 @@ GRAD_BYTES = 4                      # FP32 gradients (the lesson; Megatron's mai
 OPTIMIZER_BYTES = {"adamw": 12, "adam": 12, "sgd": 8, "none": 0}   # FP32 master + moments
 RECOMPUTE = ("none", "selective", "full")
 NF4_BITS = 4.127                    # QLoRA paper: NF4 + double quantisation
+NEED = "training memory"           # what a missing shape figure is needed for, in its #N/A
 
 
 def model_state_bytes(params: float, precision: Precision | str, optimizer: str) -> dict[str, float]:
@@ -35,19 +36,19 @@ def activation_bytes_per_layer(model: Model, micro_batch: float, seq_len: float,
     for GeLU) beside 15·s·b·h for attention and norms. The 5·a·s/h attention-score term
     disappears with flash attention or selective recompute; full recompute keeps only the
     layer input (2·s·b·h)."""
-    s, b, h = seq_len, micro_batch, model.hidden
+    s, b, h = seq_len, micro_batch, model.dim("hidden", NEED)
     if recompute == "full":
         return 2 * s * b * h
-    mlp = (6 if model.gated_mlp else 4) * (model.ffn or 4 * h) / h
+    mlp = (6 if model.gated_mlp else 4) * model.dim("ffn", NEED) / h
     per = s * b * h * (15 + mlp)
     if not flash_attention and recompute == "none":
-        per += 5 * model.heads * s * s * b
+        per += 5 * model.dim("heads", NEED) * s * s * b
     return per
 
 
 def logits_bytes(model: Model, micro_batch: float, seq_len: float) -> float:
     """Output logits in 16-bit plus their FP32 copy for the loss: s·b·V·6 bytes."""
-    return seq_len * micro_batch * (model.vocab or 0) * 6
+    return seq_len * micro_batch * model.dim("vocab", "the output logits of training") * 6
 
 
 def training_memory_gib(model: Model, precision: Precision | str = "bf16", optimizer: str = "adamw", micro_batch: float = 1,
@@ -57,13 +58,14 @@ def training_memory_gib(model: Model, precision: Precision | str = "bf16", optim
     stage 1 shards optimizer states, 2 also gradients, 3 also weights (plus the largest
     layer gathered whole)."""
     precision = as_precision(precision)
-    states = model_state_bytes(model.params, precision, optimizer)
+    states = model_state_bytes(model.total_params, precision, optimizer)
+    layers = model.dim("layers", NEED)
     shard = {k: (n_gpus if zero_stage >= level else 1) for k, level in
              (("optimizer", 1), ("gradients", 2), ("weights", 3))}
     parts = {k: states[k] / shard[k] for k in states}
     if zero_stage >= 3 and n_gpus > 1:
-        parts["weights"] += model.params / model.layers * precision.bytes_per_param
-    parts["activations"] = (model.layers * activation_bytes_per_layer(model, micro_batch, seq_len, recompute,
+        parts["weights"] += model.total_params / layers * precision.bytes_per_param
+    parts["activations"] = (layers * activation_bytes_per_layer(model, micro_batch, seq_len, recompute,
                                                                      flash_attention)
                             + logits_bytes(model, micro_batch, seq_len))
     result = {k: v / GIB for k, v in parts.items()}
@@ -74,19 +76,20 @@ def training_memory_gib(model: Model, precision: Precision | str = "bf16", optim
 
 def linear_params(model: Model) -> float:
     """Parameters in the transformer's linear layers (what QLoRA quantises)."""
-    embeddings = (model.vocab or 0) * model.hidden * (1 if model.tied_embeddings else 2)
-    norms = (2 * model.layers + 1) * model.hidden
-    return model.params - embeddings - norms
+    hidden = model.dim("hidden", NEED)
+    embeddings = model.dim("vocab", NEED) * hidden * (1 if model.tied_embeddings else 2)
+    norms = (2 * model.dim("layers", NEED) + 1) * hidden
+    return model.total_params - embeddings - norms
 
 
 def lora_params(model: Model, rank: int) -> float:
     """LoRA adapter parameters, r·(d_in + d_out) for every linear layer of every block
     (q, k, v, o and the MLP matrices; experts not adapted)."""
-    h, q = model.hidden, model.heads * model.head_size
+    h, q = model.dim("hidden", NEED), model.dim("heads", NEED) * model.head_size
     kv = model.kv_head_count * model.head_size
-    f = model.ffn or 4 * h
+    f = model.dim("ffn", NEED)
     mats = [(h, q), (h, kv), (h, kv), (q, h)] + [(h, f)] * (2 if model.gated_mlp else 1) + [(f, h)]
-    return model.layers * rank * sum(i + o for i, o in mats)
+    return model.dim("layers", NEED) * rank * sum(i + o for i, o in mats)
 
 
 def qlora_memory_gib(model: Model, rank: int = 16, seq_len: float = defaults.SEQ_LEN, micro_batch: float = 1,
@@ -95,13 +98,14 @@ def qlora_memory_gib(model: Model, rank: int = 16, seq_len: float = defaults.SEQ
     norms, LoRA adapters trained in FP32 with Adam (16 bytes/param: weight, gradient, m, v),
     activations (checkpointed: layer inputs plus one layer's working set) and logits."""
     linear = linear_params(model)
-    base = linear * base_bits / 8 + (model.params - linear) * 2      # base_bits=16: plain LoRA
+    base = linear * base_bits / 8 + (model.total_params - linear) * 2      # base_bits=16: plain LoRA
     adapters = lora_params(model, rank) * 16
     per_layer = activation_bytes_per_layer(model, micro_batch, seq_len, "none", True)
+    layers = model.dim("layers", NEED)
     if checkpointing:
-        acts = model.layers * 2 * seq_len * micro_batch * model.hidden + per_layer
+        acts = layers * 2 * seq_len * micro_batch * model.dim("hidden", NEED) + per_layer
     else:
-        acts = model.layers * per_layer
+        acts = layers * per_layer
     parts = {"base_weights": base, "adapters": adapters,
              "activations": acts + logits_bytes(model, micro_batch, seq_len)}
     result = {k: v / GIB for k, v in parts.items()}
