@@ -74,3 +74,41 @@ def test_gpu_spec_without_tflops_is_allowed():
 def test_bad_gpu_specs(text, message):
     with pytest.raises(FlopsheetError, match=message):
         spec.parse_gpu(text)
+
+
+# ---------------------------------------------------------------- issue 23 item 1: bounded, linear parsing
+@pytest.mark.parametrize("prefix", ["gpu: ", "model: "])
+def test_a_spec_text_over_the_length_limit_is_refused_naming_the_limit(prefix):
+    text = prefix + "1" * 100_000
+    parse = spec.parse_gpu if prefix.startswith("gpu") else spec.parse_model
+    with pytest.raises(FlopsheetError) as e:
+        parse(text)
+    assert e.value.code == "#VALUE!"
+    assert f"{spec.MAX_SPEC_CHARS:,} characters" in e.value.message and len(str(e.value)) <= 500
+
+
+def test_a_spec_at_the_length_limit_still_parses():
+    name = "x" * (spec.MAX_SPEC_CHARS - 60)
+    row = spec.parse_gpu(f"gpu: 80GB 3.35TB/s bf16=989.5 name={name}")
+    assert row["name"] == name
+
+
+def _fastest_seconds(word: str, repeats: int) -> float:
+    import time
+    best = float("inf")
+    for _ in range(2):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            with pytest.raises(FlopsheetError):
+                spec._parse([word], spec.GPU_TOKENS, "GPU")
+        best = min(best, time.perf_counter() - start)
+    return best / repeats
+
+
+@pytest.mark.parametrize("word", ["1" * 300, "1" * 299 + "x", "." + "1" * 299, "1e" + "1" * 298])
+def test_token_matching_grows_linearly_with_the_word(word):
+    """Ten times the characters may take about ten times as long, not a hundred (the number
+    pattern backtracked quadratically: 8,000 digits took 10 s). Speed itself is in benchmarks/."""
+    short = _fastest_seconds(word, 20)
+    long = _fastest_seconds(word[0] + word[1:] * 10, 1)
+    assert long < 30 * short + 0.002, (short, long)

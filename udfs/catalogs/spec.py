@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from types import SimpleNamespace
 from collections.abc import Callable
 
@@ -23,7 +23,12 @@ from ..errors import value_error
 from ..physics.shape import EXTRAS, counts
 
 MODEL_PREFIX, GPU_PREFIX = "model:", "gpu:"
-_NUM = r"([0-9]*\.?[0-9]+(?:e[+-]?\d+)?)"
+# One way to match each number ("12", "1.5", ".5", "2e3"): a pattern with two ways to split
+# a run of digits (as [0-9]*\.?[0-9]+ had) backtracks quadratically on a long word of digits.
+_NUM = r"((?:\d+(?:\.\d+)?|\.\d+)(?:e[+-]?\d+)?)"
+# The longest spec text read: the longest real spec is about 200 characters and a name at most
+# names.MAX_NAME_CHARS; refusing longer texts first bounds the work any one cell can ask for.
+MAX_SPEC_CHARS = 1000
 
 
 def fmt_number(x: float) -> str:
@@ -103,6 +108,9 @@ REQUIRED_MODEL = ("layers", "hidden", "heads", "vocab", "spec_ffn")
 
 
 def _split(text: str, prefix: str) -> tuple[list[str], str]:
+    if len(text) > MAX_SPEC_CHARS:
+        raise value_error(f"a {prefix[:-1]} spec text is at most {MAX_SPEC_CHARS:,} characters; "
+                          f"this one has {len(text):,}")
     body = text.strip()[len(prefix):]
     try:
         words = shlex.split(body)
@@ -284,14 +292,15 @@ def gpu_from_catalog(gpu) -> str:
 
 
 # ---------------------------------------------------------------- built once per text
-@cache
+# (a bounded cache: a server sees endless distinct texts)
+@lru_cache(maxsize=1024)
 def model(text: str):
     """The catalog `Model` a model spec describes (parsed once per distinct text)."""
     from . import catalog
     return catalog.model_from_row(parse_model(text))
 
 
-@cache
+@lru_cache(maxsize=1024)
 def gpu(text: str):
     from . import catalog
     return catalog.gpu_from_row(parse_gpu(text))
