@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from udfs import spec  # noqa: E402
+from udfs.catalogs import spec  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 
 LIMIT = spec.MAX_SPEC_CHARS
@@ -48,7 +48,7 @@ def _ms(text: str, repeats: int = 50) -> float:
 def main() -> int:
     lines = ["# Spec-text parsing benchmark", "",
              ("`python3 benchmarks/bench_spec.py --write`: the time to parse (or refuse) hostile GPU and model "
-              f"spec texts; the length limit is {LIMIT:,} characters (udfs/spec.py MAX_SPEC_CHARS). "
+              f"spec texts; the length limit is {LIMIT:,} characters (udfs/catalogs/spec.py MAX_SPEC_CHARS). "
               "Target: under 50 ms for a 100,000-character text. A benchmark, not a timed test."), "",
              "| spec text | ms per parse |", "|---|---:|"]
     worst = 0.0
