@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime
 import os
 import re
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -41,7 +42,7 @@ sys.path.insert(0, str(HERE.parent))   # run as a script from a checkout
 
 from udfs.physics import calibration as cal  # noqa: E402
 from udfs.catalogs import catalog  # noqa: E402
-from udfs.physics import serving, training  # noqa: E402
+from udfs.physics import evidence, serving, training  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 from udfs.units import GIB  # noqa: E402
 
@@ -68,6 +69,18 @@ QLORA_FIT_TOKENS = 512            # shortest practical training sequence for fit
 GOODPUT = 0.90
 
 
+@dataclass(frozen=True)
+class Config:
+    """What a scored row measured, for its regime (udfs/physics/evidence.py)."""
+    model: str
+    params: float
+    moe: bool
+    gpu: catalog.Gpu
+    precision: str = ""
+    n_gpus: int = 1
+    engine: str = ""
+
+
 @dataclass
 class Comparison:
     metric: str
@@ -77,6 +90,7 @@ class Comparison:
     unit: str
     note: str = ""
     estimate_out: float | None = None   # with row-chosen constants re-chosen without this row
+    config: Config | None = None        # None: the row has no regime (a right/wrong check)
 
     @property
     def error(self) -> float:
@@ -205,10 +219,15 @@ def compare_inference(directory: Path) -> tuple[list[Comparison], list[Skip]]:
         return [], []
     results, fit_rows, skipped = serving_acc.evaluate(directory)
     out = [Comparison(r.case.metric, r.case.label + f" | {r.case.prompt:g}/{r.case.output:g}", r.case.measured,
-                      r.estimate, r.case.unit, r.case.note, r.estimate_out) for r in results]
+                      r.estimate, r.case.unit, r.case.note, r.estimate_out, _case_config(r.case)) for r in results]
     out += [Comparison("fit", case.label, False, fits, "fits", f"{case.engine.name}'s memory rules")
             for case, fits in fit_rows]
     return out, [Skip(row, reason.strip()) for row, _, reason in (text.partition("\n") for text in skipped)]
+
+
+def _case_config(case) -> Config:
+    return Config(case.model.name, case.model.params, case.model.is_moe, case.gpu, case.precision, case.n_gpus,
+                  case.engine.name)
 
 
 # ---------------------------------------------------------------------------- training
@@ -248,6 +267,8 @@ def compare_training(rows) -> tuple[list[Comparison], list[Skip]]:
             skipped.append(Skip(what, f"accelerator '{row['gpu_type']}' is not in the catalog"))
             continue
         peak = gpu.tensor_tflops("bf16")
+        config = Config(model.name if model else row["model"], params, bool(model and model.is_moe), gpu, "bf16",
+                        int(gpu_count or 1))
         if hours is None and days is not None and gpu_count:
             hours = gpu_count * days * 24
         if hours and tokens and params:
@@ -255,7 +276,7 @@ def compare_training(rows) -> tuple[list[Comparison], list[Skip]]:
             note = "" if model else f"{params / 1e9:g}B parameters from the row (model not in the catalog)"
             if days is not None:
                 note = (note + "; " if note else "") + f"{gpu_count:g} GPUs x {days:g} days"
-            out.append(Comparison("training_hours", what, hours, est, "GPU-hours", note, est * scale))
+            out.append(Comparison("training_hours", what, hours, est, "GPU-hours", note, est * scale, config))
             used = True
         elif hours and not tokens:
             skipped.append(Skip(what, "GPU-hours without a token count"))
@@ -268,7 +289,7 @@ def compare_training(rows) -> tuple[list[Comparison], list[Skip]]:
         if mfu:
             out.append(Comparison("mfu", what, mfu, cal.DEFAULT_MFU, "fraction of dense BF16 peak",
                                   row["achieved_tflops_per_gpu"] and f"{row['achieved_tflops_per_gpu']} TFLOP/s of "
-                                  f"{peak:g}" or "", mfu_rule(rows, ref)))
+                                  f"{peak:g}" or "", mfu_rule(rows, ref), config))
             used = True
         if not used:
             skipped.append(Skip(what, "no GPU-hours, wall time or MFU that pairs with a token count"
@@ -304,6 +325,11 @@ def qlora_max_context(model, memory_gib: float, rank: int = 32, micro_batch: int
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if need(mid) <= memory_gib else (lo, mid)
     return lo
+
+
+def _memory_config(model, row: dict[str, str], n: int) -> Config | None:
+    gpu = find_gpu(row["gpu"])
+    return gpu and Config(model.name, model.params, model.is_moe, gpu, find_precision(row["precision"]) or "", n)
 
 
 def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
@@ -350,12 +376,13 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
             est = serving.serving_memory_gib(model, precision, 1, 1, "fp16", n)["weights"]
             out.append(Comparison("memory", what + " | weights per GPU", float(peak), est, "GiB",
                                   "Meta's FP8 checkpoint keeps attention and embeddings in BF16; the "
-                                  "estimate counts every weight at 1 byte"))
+                                  "estimate counts every weight at 1 byte", config=_memory_config(model, row, n)))
         elif method == "inference weights" and model:
             precision = find_precision(row["precision"])
             n = int(number(row["num_gpus"]))
             est = serving.weight_bytes(model, precision) / 1e9
-            out.append(Comparison("memory", what + " | total weights", float(peak), est, "GB (10^9 B)"))
+            out.append(Comparison("memory", what + " | total weights", float(peak), est, "GB (10^9 B)",
+                                  config=_memory_config(model, row, n)))
         else:
             reason = ("model not in the catalog (" + row["model"] + ")" if model is None else
                       "no like-for-like estimate for this method")
@@ -363,6 +390,89 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
                 reason = "CPU offload (DeepSpeed ZeRO-3): GPU memory depends on the offload policy; " + reason
             skipped.append(Skip(what, reason))
     return out, skipped
+
+
+# ---------------------------------------------------------------------------- evidence per regime
+
+# The metric of the regime (udfs/physics/evidence.py) each scored metric gives evidence on.
+EVIDENCE_METRICS = {"decode_b1": "decode", "fixed_batch": "throughput", "max_throughput": "throughput",
+                    "prefill": "prefill", "training_hours": "training", "mfu": "training", "memory": "memory"}
+EVIDENCE_PATH = HERE.parent / "udfs" / "data" / evidence.FILE
+DIMENSIONS = ("engine", "vendor", "family", "architecture", "layout")
+
+
+def _evidence_error(c: Comparison, error: float) -> float:
+    """A row's error in its regime metric's own quantity: GPU-hours for an MFU row (hours scale as
+    1 / MFU), time to first token for a prefill row measured in tokens/s."""
+    if c.metric == "mfu" or (c.metric == "prefill" and c.unit != "ms"):
+        return 1 / (1 + error) - 1
+    return error
+
+
+def evidence_rows(report: Report, as_of: str) -> list[evidence.Measured]:
+    """Every scored row with a regime, its in- and out-of-sample errors: udfs/data/evidence.csv."""
+    out = []
+    for c in report.comparisons:
+        metric, k = EVIDENCE_METRICS.get(c.metric), c.config
+        if metric is None or k is None:
+            continue
+        ref, _, description = c.row.partition(" ")
+        regime = evidence.regime_of(metric, k.gpu, k.moe, k.n_gpus, k.engine)
+        out.append(evidence.Measured(**asdict(regime), model=k.model, params_b=round(k.params / 1e9, 3),
+                                     gpu=k.gpu.name, precision=k.precision, n_gpus=k.n_gpus,
+                                     error_in=_evidence_error(c, c.error), error_out=_evidence_error(c, c.error_out),
+                                     row=ref, description=f"{description} ({c.metric})",
+                                     source=f"benchmarks/measured/{ref.split(':')[0]}", as_of=as_of))
+    return out
+
+
+def shipped_as_of(path: Path = EVIDENCE_PATH) -> str | None:
+    """The as_of of the shipped evidence file (every row carries the same)."""
+    if not path.exists():
+        return None
+    rows = evidence.parse(path.read_text(encoding="utf-8"))
+    return rows[0].as_of if rows else None
+
+
+def evidence_text(report: Report, path: Path = EVIDENCE_PATH) -> str:
+    """The evidence file for `report`: dated as shipped when nothing else changed, else today."""
+    kept = shipped_as_of(path)
+    if kept:
+        text = evidence.render(evidence_rows(report, kept))
+        if path.read_text(encoding="utf-8") == text:
+            return text
+    return evidence.render(evidence_rows(report, datetime.date.today().isoformat()))
+
+
+def _group_line(what: str, name: str, rows: list[evidence.Measured]) -> str:
+    inside = statistics.median(abs(m.error_in) for m in rows)
+    outside = statistics.median(abs(m.error_out) for m in rows)
+    low, high = evidence.band_of([m.error_out for m in rows])
+    return (f"  {what:<8}{name:<44}{len(rows):>4}  {inside:>6.1%}  {outside:>6.1%}  {low:>+7.0%} {high:>+6.0%}")
+
+
+def format_regimes(rows: list[evidence.Measured]) -> list[str]:
+    lines = ["", "== Error by regime (udfs/data/evidence.csv; docs/accuracy.md, Evidence per estimate) ==",
+             "median |error| in and out of sample; P10 / P90 of the signed out-of-sample error. Metric units: decode",
+             "and throughput tokens/s, prefill time to first token, training GPU-hours (MFU rows as the hours they",
+             "imply), memory GB.",
+             f"  {'by':<8}{'group':<44}{'rows':>4}  {'in':>6}  {'out':>6}  {'P10':>7} {'P90':>6}"]
+    for metric in evidence.METRICS:
+        of = [m for m in rows if m.metric == metric]
+        if not of:
+            lines.append(f"{metric}: no measured row")
+            continue
+        lines.append(f"{metric}:")
+        lines.append(_group_line("all", "", of))
+        for dimension in DIMENSIONS:
+            names = sorted({getattr(m, dimension) for m in of})
+            if len(names) > 1:
+                lines += [_group_line(dimension, n or "-", [m for m in of if getattr(m, dimension) == n])
+                          for n in names]
+        regimes = sorted({m.regime for m in of}, key=lambda r: r.describe())
+        lines += [_group_line("regime", r.describe().partition(": ")[2], [m for m in of if m.regime == r])
+                  for r in regimes]
+    return lines
 
 
 # ---------------------------------------------------------------------------- report
@@ -414,6 +524,7 @@ def format_report(report: Report, worst: int = 5) -> str:
                  f"MFU); llama.cpp and MLC-LLM achieved bandwidth (udfs/data/engines.csv, column `fitted`; "
                  f"benchmarks/serving_accuracy.py lists the rule's values). Every other constant comes from "
                  f"engine documentation or physics and scores the same in and out of sample.")
+    lines += format_regimes(evidence_rows(report, ""))
     for key, title in METRICS.items():
         rows = report.of(key)
         if not rows:
@@ -445,13 +556,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--measured", help="directory of measured CSV files (default: benchmarks/measured, "
                                            "or $FLOPSHEET_MEASURED)")
     parser.add_argument("--worst", type=int, default=5, help="worst cases shown per metric (default 5)")
+    parser.add_argument("--write-evidence", action="store_true",
+                        help=f"also write the out-of-sample errors per regime to udfs/data/{evidence.FILE}")
     args = parser.parse_args(argv)
     directory = measured_dir(args.measured)
     if not directory.is_dir():
         print(f"No measured data: {directory} does not exist. Point --measured or FLOPSHEET_MEASURED at the "
               "directory of *_measured.csv files; nothing to compare.")
         return 0
-    print(format_report(run(directory), args.worst))
+    report = run(directory)
+    if args.write_evidence:
+        EVIDENCE_PATH.write_text(evidence_text(report), encoding="utf-8")
+    print(format_report(report, args.worst))
     return 0
 
 

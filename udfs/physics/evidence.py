@@ -1,0 +1,259 @@
+"""Evidence per estimate: how far the measured rows of an estimate's regime say it may be off.
+
+A regime is defined here, once, for the accuracy tool (benchmarks/accuracy.py, which scores every
+measured row out of sample and writes udfs/data/evidence.csv) and for the worksheet and the
+picker (which read that file). Its parts:
+
+- metric: decode (one sequence), throughput (a batch or the largest batch the engine runs:
+  SERVING_THROUGHPUT, GPUS_FOR_TRAFFIC, cost per token), prefill (time to first token),
+  training (whole-run GPU-hours: TRAINING_GPU_HOURS), memory;
+- engine (serving metrics; training and memory have none);
+- vendor and GPU family (the catalog's `family`; a GPU_DEFINE GPU is a family of its own);
+- architecture: dense or MoE;
+- layout: one GPU or parallel (training: any, since GPU-hours are a total).
+
+A regime is *measured* when at least one scored row has all six parts. Its band is the P10 and
+P90 of the signed out-of-sample errors, (estimate - measured) / measured, of the first level
+holding MIN_BAND_ROWS rows, going up LEVELS (regime, engine and vendor, vendor, metric), joined
+with the regime's own rows' P10..P90 so that a regime's own misses are never left out. An
+unmeasured regime takes the band of the first level up with MIN_BAND_ROWS rows, widened
+UNMEASURED_WIDENING times in log space and never narrower than any measured regime within that
+level, and its text says "no measurement". A band always holds
+0, so low <= point <= high. docs/accuracy.md states the rule and its basis.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+from dataclasses import dataclass, fields
+from functools import cache
+from importlib import resources
+
+from ..errors import na_error
+
+METRICS = ("decode", "throughput", "prefill", "training", "memory")
+ESTIMATES = ("point", "low", "high")
+# The levels a band falls back through, narrowest first: the Regime fields each one keeps.
+LEVELS = (("regime", ("metric", "engine", "vendor", "family", "architecture", "layout")),
+          ("engine and vendor", ("metric", "engine", "vendor")),
+          ("vendor", ("metric", "vendor")),
+          ("metric", ("metric",)))
+# Fewest rows whose P10/P90 is read as a band (with fewer, P10 and P90 are the extremes of a
+# handful of rows, and the next level up is used as well).
+MIN_BAND_ROWS = 5
+# Basis: on 155 measurements from sources the model had never seen (issue 20), the median
+# absolute error was 25% where the published out-of-sample figure was ~7%: about 3.5x. A regime
+# nothing measured is treated as such a source: its fallback band, in log space, x3.
+UNMEASURED_WIDENING = 3.0
+FILE = "evidence.csv"
+
+
+@dataclass(frozen=True)
+class Regime:
+    metric: str
+    engine: str           # "" for training and memory
+    vendor: str
+    family: str
+    architecture: str     # dense or MoE
+    layout: str           # one GPU, parallel, or any (training)
+
+    def describe(self) -> str:
+        parts = [self.engine, f"{self.vendor} {self.family}".strip(), self.architecture, self.layout]
+        return f"{self.metric}: " + ", ".join(p for p in parts if p and p != "any")
+
+    def key(self, level: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(getattr(self, f) for f in level)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One scored measured row, as udfs/data/evidence.csv ships it."""
+    metric: str
+    engine: str
+    vendor: str
+    family: str
+    architecture: str
+    layout: str
+    model: str
+    params_b: float
+    gpu: str
+    precision: str
+    n_gpus: int
+    error_in: float       # with the shipped constants
+    error_out: float      # every constant chosen from rows re-chosen without this row
+    row: str              # measured file:line
+    description: str
+    source: str
+    as_of: str
+
+    @property
+    def regime(self) -> Regime:
+        return Regime(self.metric, self.engine, self.vendor, self.family, self.architecture, self.layout)
+
+
+COLUMNS = tuple(f.name for f in fields(Measured))
+
+
+def family_of(gpu) -> str:
+    """The GPU family of the regime: the catalog's, or the GPU's own name for one described in a
+    cell (GPU_DEFINE), which no measured row shares."""
+    if getattr(gpu, "source", "") == "GPU_DEFINE" or not getattr(gpu, "family", ""):
+        return f"{gpu.name} (defined)"
+    return gpu.family
+
+
+def regime_of(metric: str, gpu, moe: bool, n_gpus: int | None = 1, engine: str = "") -> Regime:
+    """The regime of an estimate (or of a measured row). `engine` is the engine profile's name."""
+    if metric not in METRICS:
+        raise ValueError(f"metric {metric!r}: one of {', '.join(METRICS)}")
+    serving = metric in ("decode", "throughput", "prefill")
+    layout = "any" if metric == "training" else ("parallel" if (n_gpus or 1) > 1 else "one GPU")
+    return Regime(metric, engine if serving else "", gpu.vendor or "", family_of(gpu), "MoE" if moe else "dense",
+                  layout)
+
+
+# ---------------------------------------------------------------------------- the shipped rows
+
+def parse(text: str) -> tuple[Measured, ...]:
+    rows = []
+    for r in csv.DictReader(io.StringIO(text)):
+        values = {c: r[c] for c in COLUMNS}
+        values.update(params_b=float(r["params_b"]), n_gpus=int(r["n_gpus"]), error_in=float(r["error_in"]),
+                      error_out=float(r["error_out"]))
+        rows.append(Measured(**values))
+    return tuple(rows)
+
+
+def render(rows: list[Measured]) -> str:
+    """The CSV text of udfs/data/evidence.csv (the accuracy tool writes it with this)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for m in rows:
+        writer.writerow([f"{getattr(m, c):.4f}" if c in ("error_in", "error_out") else
+                         f"{m.params_b:g}" if c == "params_b" else getattr(m, c) for c in COLUMNS])
+    return out.getvalue()
+
+
+@cache
+def measured() -> tuple[Measured, ...]:
+    return parse(resources.files("udfs").joinpath("data", FILE).read_text(encoding="utf-8"))
+
+
+# ---------------------------------------------------------------------------- bands
+
+def band_of(errors: list[float]) -> tuple[float, float]:
+    """P10 and P90 of signed errors (inclusive quantiles; one row: its error twice)."""
+    if len(errors) == 1:
+        return errors[0], errors[0]
+    q = statistics.quantiles(errors, n=10, method="inclusive")
+    return q[0], q[-1]
+
+
+def widen(error: float, factor: float) -> float:
+    """An error scaled in log space: (1 + e)^factor - 1 (never below -100%)."""
+    return math.exp(math.log1p(error) * factor) - 1
+
+
+@dataclass(frozen=True)
+class Evidence:
+    regime: Regime
+    rows: int                      # measured rows in the regime itself
+    low_error: float               # P10 of signed error, <= 0
+    high_error: float              # P90 of signed error, >= 0
+    basis: str                     # where the band comes from
+    nearest: Measured | None       # the closest measured configuration (in the regime, else the level used)
+
+    @property
+    def measured(self) -> bool:
+        return self.rows > 0
+
+    def value_range(self, point: float, inverse: bool = False) -> tuple[float, float]:
+        """(low, high) of a result from its point. Error e = estimate / truth - 1, so the truth
+        is point / (1 + e); a result inverse to the metric (GPUs or cost for a throughput) moves
+        the other way: point x (1 + e)."""
+        if inverse:
+            return point * (1 + self.low_error), point * (1 + self.high_error)
+        return point / (1 + self.high_error), point / (1 + self.low_error)
+
+    def pick(self, point: float, estimate: str, inverse: bool = False) -> float:
+        if estimate == "point":
+            return point
+        low, high = self.value_range(point, inverse)
+        return low if estimate == "low" else high
+
+    def text(self) -> str:
+        band = f"P10 {self.low_error:+.0%}, P90 {self.high_error:+.0%}"
+        near = "" if self.nearest is None else (f"; nearest measured: {self.nearest.description} "
+                                                 f"({self.nearest.error_out:+.1%} out of sample)")
+        if self.measured:
+            return (f"{self.rows} measured row{'s' if self.rows > 1 else ''} in this regime "
+                    f"({self.regime.describe()}); error band {band} ({self.basis}){near}")
+        return (f"no measurement in this regime ({self.regime.describe()}); error band {band} ({self.basis})"
+                f"{near.replace('nearest measured', 'nearest measured configuration, outside this regime')}")
+
+
+def _at(level: tuple[str, ...], regime: Regime, rows: tuple[Measured, ...]) -> list[Measured]:
+    return [m for m in rows if m.regime.key(level) == regime.key(level)]
+
+
+def _distance(m: Measured, gpu: str, family: str, params_b: float | None, precision: str, n_gpus: int) -> float:
+    """How far a measured configuration is from the one asked about: GPU (same 0, same family 1,
+    else 2), model size (|log2| of the parameter ratio), precision (0.5) and GPUs (0.5 x |log2|)."""
+    d = 0.0 if m.gpu == gpu else (1.0 if m.family == family else 2.0)
+    if params_b and m.params_b:
+        d += abs(math.log2(params_b / m.params_b))
+    d += 0.0 if not precision or m.precision == precision else 0.5
+    return d + 0.5 * abs(math.log2(max(n_gpus, 1) / max(m.n_gpus, 1)))
+
+
+def _found(regime: Regime, rows: tuple[Measured, ...], start: int) -> tuple[str, list[Measured]]:
+    """The first level from `start` up holding MIN_BAND_ROWS rows (the metric level at worst)."""
+    for name, level in LEVELS[start:]:
+        found = _at(level, regime, rows)
+        if len(found) >= MIN_BAND_ROWS:
+            break
+    return name, found
+
+
+def _widest_regime(rows: list[Measured]) -> tuple[float, float]:
+    """The hull of the P10..P90 bands of every measured regime among `rows`."""
+    bands = [band_of([m.error_out for m in rows if m.regime == r]) for r in {m.regime for m in rows}]
+    return min(b[0] for b in bands), max(b[1] for b in bands)
+
+
+def lookup(regime: Regime, gpu: str = "", params_b: float | None = None, precision: str = "",
+           n_gpus: int = 1, rows: tuple[Measured, ...] | None = None) -> Evidence:
+    """The evidence for an estimate in `regime` (rows: the shipped ones by default)."""
+    rows = measured() if rows is None else rows
+    own = _at(LEVELS[0][1], regime, rows)
+    name, found = _found(regime, rows, 0 if own else 1)
+    if not found:
+        raise na_error(f"no measured row for the metric {regime.metric}: its estimates carry no evidence")
+    low, high = band_of([m.error_out for m in found])
+    if own:
+        own_low, own_high = band_of([m.error_out for m in own])
+        low, high = min(low, own_low), max(high, own_high)
+        basis = (f"P10/P90 of its {len(own)} rows" if len(found) == len(own) else
+                 f"P10/P90 of its rows and of the {len(found)} rows of its {name} level")
+    else:
+        wide_low, wide_high = _widest_regime(found)
+        low = min(widen(min(low, 0.0), UNMEASURED_WIDENING), wide_low)
+        high = max(widen(max(high, 0.0), UNMEASURED_WIDENING), wide_high)
+        basis = (f"the {len(found)} rows of its {name} level, widened x{UNMEASURED_WIDENING:g} in log space, "
+                 f"and no narrower than any measured regime among them")
+    nearest = min(own or found, key=lambda m: _distance(m, gpu, regime.family, params_b, precision, n_gpus))
+    return Evidence(regime, len(own), min(low, 0.0), max(high, 0.0), basis, nearest)
+
+
+def for_option(metric: str, model, gpu, precision: str = "", n_gpus: int | None = 1, engine: str = "") -> Evidence:
+    """Evidence for an estimate of `metric` for a model (catalog Model, or None for a bare
+    parameter count: dense) on a catalog GPU with an engine profile name. `.measured`, `.rows`,
+    `.low_error` / `.high_error` (the band) and `.text()` are what the picker and report show."""
+    moe = bool(model is not None and model.is_moe)
+    regime = regime_of(metric, gpu, moe, n_gpus, engine)
+    params_b = model.params / 1e9 if model is not None and getattr(model, "params", None) else None
+    return lookup(regime, gpu.name, params_b, str(getattr(precision, "name", precision) or ""), n_gpus or 1)
