@@ -127,3 +127,19 @@ def test_report_figure_is_the_same_definition_over_the_tokens_served():
     served = sc.requests_per_minute / 60 * sc.output_tokens_per_request * sc.ownership.utilization
     assert row.cost_per_1m == pytest.approx(full_use * row.capacity_tps / served, rel=1e-9)
     assert row.cost_per_1m > full_use / sc.ownership.utilization      # headroom and whole copies on top
+
+
+def test_picker_prices_one_replica_as_cost_per_output_token():
+    """GPU_RANK with no traffic sizes one model copy; its cost is COST_PER_1M_OUTPUT_TOKENS at the
+    picker's rate for the same copy (one definition, one operating point)."""
+    rows = udfs.call("GPU_RANK", "serve", "Llama 3.1 70B", "fp8", "cost", "", "", "", "", "cloud", 0, 1000, 200,
+                     "", "any").to_records()
+    checked = 0
+    for r in rows:
+        if r["verdict"] != "OK" or r["gpus_per_copy"] != r["count"]:
+            continue
+        rate = catalog.cheapest_cloud_price(catalog.gpu(r["gpu"]).name).usd_per_gpu_hour
+        same = udfs.call("COST_PER_1M_OUTPUT_TOKENS", rate, "Llama 3.1 70B", r["gpu"], "fp8", 1000, 200, r["count"])
+        assert r["cost"] == pytest.approx(same, rel=1e-12), r["gpu"]
+        checked += 1
+    assert checked >= 3
