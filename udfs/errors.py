@@ -67,3 +67,11 @@ class MissingFigure(FlopsheetError):
     def __init__(self, figure: str, subject: str, needed_for: str, how: str):
         super().__init__(f"{needed_for} needs {figure} of {subject}, which the catalog does not have: {how}", "#N/A")
         self.figure, self.subject, self.needed_for, self.how = figure, subject, needed_for, how
+
+
+def given(value: float | None, what: str) -> float:
+    """A figure the inputs guarantee (a serving scenario's traffic, a priced row's monthly cost):
+    the number, or a clear #NUM! naming it (never a TypeError) if it ever arrives blank."""
+    if value is None:
+        raise num_error(f"{what} is needed here and was not given")
+    return value

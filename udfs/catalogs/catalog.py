@@ -343,9 +343,9 @@ def _instance_index() -> NameIndex[str]:
 def cheapest_cloud_price(gpu_name: str, pricing: str = "on-demand") -> CloudPrice | None:
     """The cheapest current price row of a GPU for one pricing (None when the catalog has none):
     the one cloud rate the picker, the report and the workbooks use."""
-    rows = [p for p in cloud_prices() if p.gpu == gpu_name and p.status == "current"
-            and p.pricing == pricing and p.usd_per_gpu_hour]
-    return min(rows, key=lambda p: p.usd_per_gpu_hour) if rows else None
+    priced = [(p.usd_per_gpu_hour, p) for p in cloud_prices() if p.gpu == gpu_name and p.status == "current"
+              and p.pricing == pricing and p.usd_per_gpu_hour is not None and p.usd_per_gpu_hour > 0]
+    return min(priced, key=lambda rate_row: rate_row[0])[1] if priced else None
 
 
 def cloud_price(instance: str, pricing: str = "on-demand", provider: str = "",

@@ -25,6 +25,7 @@ from ..physics import calibration as cal
 from ..physics import capacity, defaults, economics, serving, training
 from ..catalogs import catalog, resolve
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
+from ..catalogs.engines import Engine
 from ..errors import FlopsheetError, MissingFigure, num_error, value_error
 from ..catalogs.names import key
 from .reasons import WINNER, Reason, Status
@@ -42,7 +43,7 @@ class ServingShape:
     an optional batch override (None: the largest the KV cache and latency target allow)."""
     prompt_tokens: float = defaults.PROMPT_TOKENS
     output_tokens: float = defaults.OUTPUT_TOKENS
-    engine: object = None
+    engine: Engine | str | None = None
     batch: int | None = None
 
 
@@ -73,7 +74,9 @@ class Option:
 
 def cloud_rate(gpu: Gpu) -> tuple[float, str] | None:
     best = catalog.cheapest_cloud_price(gpu.name)
-    return (best.usd_per_gpu_hour, cloud_note(best)) if best else None
+    if best is None or best.usd_per_gpu_hour is None:
+        return None
+    return best.usd_per_gpu_hour, cloud_note(best)
 
 
 def cloud_note(row: catalog.CloudPrice) -> str:
@@ -124,7 +127,7 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
         flops_per_token = 6 * model.active
         n_mem = _gpus_for_training(model, gpu, usable, precision)
     option.fits = n_mem is not None
-    if not option.fits:
+    if n_mem is None:
         return _fail(option, Status.NO_FIT) if workload in ("lora", "qlora") else \
             _fail(option, Status.NO_FIT, sharded=True)
     if n_mem > 1 and workload in ("train", "finetune") and _needs_sharding(model, gpu, precision) \

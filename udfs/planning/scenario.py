@@ -78,19 +78,28 @@ class Scenario:
     def serving(self) -> bool:
         return self.kind == "serve"
 
+    def traffic(self) -> tuple[float, float]:
+        """(requests per minute at the peak, output tokens per request) of a serving scenario
+        (`from_dict` fills both for every serving scenario)."""
+        if self.requests_per_minute is None or self.output_tokens_per_request is None:
+            raise ScenarioError(f"{self.name}: a serving scenario needs workload.requests_per_minute (or daily users) "
+                                f"and workload.output_tokens_per_request")
+        return self.requests_per_minute, self.output_tokens_per_request
+
     @property
     def traffic_tokens_per_sec(self) -> float | None:
         """Output tokens/s to provision: requests/min x tokens / 60 x (1 + headroom) (the lesson's Q4)."""
         if not self.serving:
             return None
-        return lesson.tokens_per_sec_needed(self.requests_per_minute, self.output_tokens_per_request,
-                                            self.headroom)
+        return lesson.tokens_per_sec_needed(*self.traffic(), self.headroom)
 
     @property
     def average_load(self) -> float:
         """Average traffic as a share of the peak the GPUs are sized for: 1 / peak_to_average where
         daily users are given, else the ownership utilization (the share of the hours busy)."""
-        return 1 / self.peak_to_average if self.daily_users else self.ownership.utilization
+        if self.daily_users and self.peak_to_average:
+            return 1 / self.peak_to_average
+        return self.ownership.utilization
 
     @property
     def tokens_per_month(self) -> float | None:
@@ -98,14 +107,15 @@ class Scenario:
         average load. Cost per 1M tokens divides by this."""
         if not self.serving:
             return None
-        return self.requests_per_minute * self.output_tokens_per_request * 60 * 730 * self.average_load
+        rpm, tokens = self.traffic()
+        return rpm * tokens * 60 * 730 * self.average_load
 
     @property
     def min_tokens_per_sec(self) -> float:
         """Generation speed one request needs to finish within the p95 latency target."""
         if not self.serving or not self.p95_latency_s:
             return 0.0
-        return self.output_tokens_per_request / self.p95_latency_s
+        return self.traffic()[1] / self.p95_latency_s
 
     @property
     def work(self) -> float | None:
@@ -114,8 +124,9 @@ class Scenario:
 
     def inputs(self) -> list[Input]:
         """The rows of the report's inputs table."""
-        rows = [("Scenario", self.name, ""), ("Workload", self.kind, ""), ("Model", self.model_label, ""),
-                ("Precision", self.precision, "")]
+        rows: list[tuple[str, object, str] | Input] = [
+            ("Scenario", self.name, ""), ("Workload", self.kind, ""), ("Model", self.model_label, ""),
+            ("Precision", self.precision, "")]
         if self.serving:
             if self.daily_users:
                 rows += [("Daily users", self.daily_users, ""),
@@ -159,7 +170,7 @@ class Scenario:
                  ("Opex per GPU-year ($)", o.opex_per_gpu_year, ""),
                  Input("Scale-out network (share of system price)", o.network_share, share=True),
                  ("Colocation ($ per kW-month)", o.usd_per_kw_month, "0 = you own the building")]
-        return [Input(*r) for r in rows]
+        return [r if isinstance(r, Input) else Input(*r) for r in rows]
 
 
 # ---------------------------------------------------------------- validation helpers
@@ -377,7 +388,8 @@ def from_dict(data: dict, source: str = "") -> Scenario:
             sc.purchase_overrides[gname] = buy
 
     o = _table(data, "ownership", OWNERSHIP_FIELDS)
-    limits = {"utilization": dict(low=0, low_open=True, high=1), "lifetime_years": dict(low=0, low_open=True, high=30),
+    limits: dict[str, dict[str, float | bool]] = {
+              "utilization": dict(low=0, low_open=True, high=1), "lifetime_years": dict(low=0, low_open=True, high=30),
               "pue": dict(low=1, high=5), "usd_per_kwh": dict(low=0, high=10), "cost_of_capital": dict(low=0, high=1),
               "residual_fraction": dict(low=0, high=1), "opex_per_gpu_year": dict(low=0, high=1e7),
               "network_share": dict(low=0, high=1), "usd_per_kw_month": dict(low=0, high=10_000)}
@@ -387,7 +399,7 @@ def from_dict(data: dict, source: str = "") -> Scenario:
     return sc
 
 
-def _model(w: dict) -> tuple[object, str]:
+def _model(w: dict) -> tuple[catalog.Model, str]:
     if "model" in w and "params" in w:
         raise ScenarioError("workload.model / workload.params: give one, not both")
     if "model" in w:

@@ -22,7 +22,7 @@ from ..catalogs import catalog
 from ..physics import defaults, economics
 from . import picker
 from ..physics.economics import HOURS_PER_MONTH
-from ..errors import MissingFigure
+from ..errors import MissingFigure, given
 from .reasons import Reason, Status
 from .scenario import Scenario
 
@@ -96,6 +96,8 @@ def money(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0) 
     if basis == "cloud":
         return Money(rate[0], rate[1], rate[0] * HOURS_PER_MONTH)
     price, o = purchase_price(sc, gpu, price_scale), sc.ownership
+    if price is None:
+        return None
     tdp = gpu.need("tdp_w", "the power cost of owning it")
     lines = o.month(price, tdp)
     return Money(rate[0], rate[1], lines["total"], o.capex(price), o.running_per_month(price, tdp), lines)
@@ -135,10 +137,8 @@ def scenario_rate(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float
         if gpu.name in sc.cloud_overrides:
             r = sc.cloud_overrides[gpu.name] * price_scale
             return r, f"negotiated ${sc.cloud_overrides[gpu.name]:g}/GPU-h (scenario)"
-        row = catalog.cheapest_cloud_price(gpu.name)
-        if row is None:
-            return None
-        return row.usd_per_gpu_hour * price_scale, picker.cloud_note(row)
+        cloud = picker.cloud_rate(gpu)
+        return (cloud[0] * price_scale, cloud[1]) if cloud else None
     price = purchase_price(sc, gpu, price_scale)
     where = "scenario" if gpu.name in sc.purchase_overrides else "catalog"
     return picker.owned_rate(gpu, sc.ownership, price, where) if price else None
@@ -178,7 +178,8 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
             try:
                 rate = scenario_rate(sc, gpu, basis, price_scale)
                 if sc.serving:
-                    rows += _serving_rows(sc, model, gpu, opt, basis, rate, work, efficiency, work_scale, price_scale)
+                    rows += _serving_rows(sc, model, gpu, opt, basis, rate, given(work, "the traffic"), efficiency,
+                                          work_scale, price_scale)
                 else:
                     rows += _training_rows(sc, opt, basis, rate, deadline, price_scale)
             except MissingFigure as gap:     # e.g. an owned price without the power figure: not comparable
@@ -219,17 +220,19 @@ def _training_rows(sc: Scenario, opt, basis: str, rate, deadline: float, price_s
     out = []
     counts = [opt.count] + [c for c in (sc.counts or []) if c != opt.count]
     for c in counts:
-        r = Row(opt.gpu, basis, c, c == opt.count, True, days=gpu_hours / c / 24, gpu_hours=gpu_hours)
+        days = gpu_hours / c / 24
+        r = Row(opt.gpu, basis, c, c == opt.count, True, days=days, gpu_hours=gpu_hours)
         if c < min_count and min_count > deadline_count:
             r.fits = False
             r.fail(Status.NO_FIT, count=c, min_count=min_count)
-        elif r.days > deadline * (1 + 1e-9):
-            r.fail(Status.MISSES_DEADLINE, days=r.days, deadline=deadline)
-        if rate is None:
+        elif days > deadline * (1 + 1e-9):
+            r.fail(Status.MISSES_DEADLINE, days=days, deadline=deadline)
+        m = money(sc, catalog.gpu(opt.gpu), basis, price_scale) if rate is not None else None
+        if m is None:
             _no_price(r, basis)
         else:
-            _price(sc, r, money(sc, catalog.gpu(opt.gpu), basis, price_scale), c, price_scale)
-            r.total_cost = gpu_hours * r.rate
+            _price(sc, r, m, c, price_scale)
+            r.total_cost = gpu_hours * m.rate
             r.rented_hours = gpu_hours if basis == "cloud" else None
         out.append(r)
     return out
@@ -270,18 +273,19 @@ def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: floa
         r.gpus_per_copy, r.batch = tp, opt.batch
         r.purchase_unit = opt.purchase_unit if c == opt.count else None
         r.per_request_tps = opt.per_request_tps * efficiency
-        r.seconds_per_request = sc.output_tokens_per_request / r.per_request_tps
+        r.seconds_per_request = sc.traffic()[1] / r.per_request_tps
         if opt.status is Status.TOO_SLOW or (c == opt.count and opt.status not in PRICE_VERDICTS):
             r.reason = opt.reason
         elif r.capacity_tps < traffic * (1 - 1e-9) and c != opt.count:
             r.fail(Status.TOO_LITTLE_THROUGHPUT, capacity=r.capacity_tps, needed=traffic)
-        if rate is None:
+        m = money(sc, gpu, basis, price_scale) if rate is not None else None
+        if m is None:
             _no_price(r, basis)
         else:
-            _price(sc, r, money(sc, gpu, basis, price_scale), c, price_scale)
-            r.total_cost = r.monthly_cost
+            _price(sc, r, m, c, price_scale)
+            r.total_cost = r.monthly_cost = m.month * c
             r.rented_hours = c * HOURS_PER_MONTH if basis == "cloud" else None
-            r.cost_per_1m = served_cost_per_1m(r.monthly_cost, c, sc.tokens_per_month * work_scale)
+            r.cost_per_1m = served_cost_per_1m(m.month * c, c, given(sc.tokens_per_month, "the tokens a month") * work_scale)
         out.append(r)
     return out
 
