@@ -215,8 +215,8 @@ def _found(regime: Regime, rows: tuple[Measured, ...], start: int) -> tuple[str,
     for name, level in LEVELS[start:]:
         found = _at(level, regime, rows)
         if len(found) >= MIN_BAND_ROWS:
-            break
-    return name, found
+            return name, found
+    return name, found                     # the metric level at worst
 
 
 def _widest_regime(rows: list[Measured]) -> tuple[float, float]:
