@@ -32,6 +32,15 @@ def test_gpu_compare_and_gpu_spec_prices_agree_for_every_gpu(basis):
         assert label == basis
 
 
+def test_gpu_list_prices_are_gpu_spec_prices():
+    listed = udfs.call("GPU_LIST").to_records()
+    for row in listed:
+        for field in ("price_usd", "system_price_usd"):
+            if row[field] is not None:
+                assert row[field] == udfs.call("GPU_SPEC", row["name"], field)
+    assert sum(1 for r in listed if r["price_usd"]) >= 10
+
+
 def test_default_compare_shows_todays_card_price():
     """The default is today's catalog card price, as GPU_SPEC(..., "price_usd") (the lesson's set)."""
     shown = _price_column(udfs.call("GPU_COMPARE"))

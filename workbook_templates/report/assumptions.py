@@ -107,7 +107,8 @@ def write(wb: Workbook, res: Result):
     for name in res.used_gpus:
         g = catalog.gpu(name)
         vals = [g.name, g.memory_gb, g.bandwidth_tbs, g.tensor_tflops(sc.precision), g.tdp_w, g.interconnect_gbs,
-                g.price_usd, g.price_as_of, g.system_price_usd, g.system_price_as_of, g.price_kind,
+                catalog.gpu_price(g, "card"), g.price_as_of, catalog.gpu_price(g, "system"), g.system_price_as_of,
+                g.price_kind,
                 g.system_price_kind, g.price_source, g.system_price_source, g.source, g.as_of]
         for j, v in enumerate(vals, start=1):
             put(ws, row, j, v, st.USD0 if j in (7, 9) and v is not None else ("#,##0.###" if isinstance(v, float)

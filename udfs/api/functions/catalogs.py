@@ -67,7 +67,9 @@ GPU_LIST_COLUMNS = ("name", "vendor", "tier", "memory_gb", "bandwidth_tbs", "fp3
            [Arg("tier", "choice", "Only this tier", choices=("all", "datacenter", "workstation", "consumer"), default="all")],
            returns="table", examples=[(("datacenter",), None)])
 def gpu_list(tier):
-    rows = [[getattr(g, c) for c in GPU_LIST_COLUMNS] for g in catalog.gpus() if tier in ("all", g.tier)]
+    prices = {field: basis for basis, field in catalog.PRICE_FIELDS.items()}
+    rows = [[catalog.gpu_price(g, prices[c]) if c in prices else getattr(g, c) for c in GPU_LIST_COLUMNS]
+            for g in catalog.gpus() if tier in ("all", g.tier)]
     return Table(list(GPU_LIST_COLUMNS), rows)
 
 
