@@ -12,7 +12,7 @@ def _run_install(args) -> int:
 
 def _run_lite(args) -> int:
     from . import lite
-    return lite.write(args.out, wheel_url=args.wheel_url, build=not args.no_wheel)
+    return lite.write(args.out, wheel_url=args.wheel_url, build=not args.no_wheel, force=args.force)
 
 
 def _run_serve(args) -> int:
@@ -20,6 +20,16 @@ def _run_serve(args) -> int:
     return server.serve(host=args.host, port=args.port, project_dir=args.project_dir, log_level=args.log_level,
                         workers=args.workers, ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile,
                         max_request_mb=args.max_request_mb)
+
+
+def _wheel_url(text: str) -> str:
+    import argparse
+
+    from .lite import wheel_url_problem
+    problem = wheel_url_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def _positive_mb(text: str) -> float:
@@ -42,9 +52,11 @@ def add(sub) -> None:
     lite = addin_sub.add_parser("lite", help="write main.py and requirements.txt for xlwings Lite (by default a "
                                              "main.py that carries Flopsheet: nothing to host)")
     lite.add_argument("--out", required=True, help="folder to write into")
-    lite.add_argument("--wheel-url", help="instead: install Flopsheet from its wheel at this HTTPS URL (goes in "
+    lite.add_argument("--wheel-url", type=_wheel_url, help="instead: install Flopsheet from its wheel at this HTTPS URL (goes in "
                                           "requirements.txt; the wheel is built into --out for upload)")
     lite.add_argument("--no-wheel", action="store_true", help="with --wheel-url: do not build the wheel")
+    lite.add_argument("--force", action="store_true", help="overwrite main.py, requirements.txt (and the wheel) "
+                                                           "already in --out")
     lite.set_defaults(run=_run_lite)
 
     serve = sub.add_parser("serve", help="run xlwings Server with Flopsheet's functions (needs XLWINGS_LICENSE_KEY)")

@@ -25,6 +25,7 @@ import zipfile
 from pathlib import Path
 
 from udfs import __version__
+from udfs.cli.safe_write import WriteError, check_targets, safe_write, safe_write_text
 
 # The packages main.py carries: what `from addin.functions import *` needs, nothing of the
 # workbook writers (openpyxl) or the server.
@@ -122,7 +123,22 @@ def standalone_main() -> str:
         sha256=hashlib.sha256(data).hexdigest(), archive=base64.encodebytes(data).decode("ascii"))
 
 
-def build_wheel(out: Path) -> Path | None:
+WHEEL_NAME = f"flopsheet-{__version__}-py3-none-any.whl"
+
+
+def wheel_url_problem(url: str) -> str | None:
+    """Why `url` cannot be the requirements.txt line, else None: one line of it, nothing else
+    (a newline would add a requirement of the caller's choosing)."""
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        return "must be one URL without spaces, newlines or other control characters"
+    if not url.lower().startswith(("https://", "http://")) or not url.lower().endswith(".whl"):
+        return "must be an https:// (or http://) URL of the .whl file"
+    if len(url) > 2000:
+        return "is longer than 2,000 characters"
+    return None
+
+
+def build_wheel(out: Path, force: bool) -> Path | None:
     """Build the wheel from a source checkout (pyproject.toml beside the packages)."""
     root = Path(__file__).resolve().parent.parent
     if not (root / "pyproject.toml").exists():
@@ -135,35 +151,40 @@ def build_wheel(out: Path) -> Path | None:
         wheels = list(Path(tmp).glob("flopsheet-*-py3-none-any.whl"))
         if rc != 0 or not wheels:
             return None
-        target = out / wheels[0].name
-        shutil.copy2(wheels[0], target)
-        return target
+        return safe_write(out / wheels[0].name, lambda target: shutil.copy2(wheels[0], target), force)
 
 
-def _write_standalone(folder: Path) -> None:
-    (folder / "main.py").write_text(standalone_main(), encoding="utf-8")
-    (folder / "requirements.txt").write_text("", encoding="utf-8")
+def _write_standalone(folder: Path, force: bool) -> None:
+    safe_write_text(folder / "main.py", standalone_main(), force)
+    safe_write_text(folder / "requirements.txt", "", force)
     print(f"Wrote {folder / 'main.py'} (Flopsheet {__version__} inside) and an empty "
           f"{folder / 'requirements.txt'} ({REQUIREMENTS_NOTE}).")
     print("In Excel: Home > Add-ins > xlwings Lite; replace the content of the main.py tab with main.py.\n"
           "Nothing to host or install; keep what the requirements.txt tab already lists.")
 
 
-def _write_wheel_route(folder: Path, wheel_url: str, build: bool) -> None:
-    (folder / "main.py").write_text(MAIN_PY_WHEEL, encoding="utf-8")
-    wheel = build_wheel(folder) if build else None
-    (folder / "requirements.txt").write_text(wheel_url + "\n", encoding="utf-8")
+def _write_wheel_route(folder: Path, wheel_url: str, build: bool, force: bool) -> None:
+    wheel = build_wheel(folder, force) if build else None
+    safe_write_text(folder / "main.py", MAIN_PY_WHEEL, force)
+    safe_write_text(folder / "requirements.txt", wheel_url + "\n", force)
     print(f"Wrote {folder / 'main.py'} and {folder / 'requirements.txt'}" + (f", and built {wheel}" if wheel else ""))
     print(f"Upload the wheel so that {wheel_url} serves it over HTTPS with cross-origin requests (CORS) allowed.\n"
           "In Excel: Home > Add-ins > xlwings Lite; paste requirements.txt into the requirements.txt tab,\n"
           "then main.py into the main.py tab (replace its content).")
 
 
-def write(out: str, wheel_url: str | None = None, build: bool = True) -> int:
+def write(out: str, wheel_url: str | None = None, build: bool = True, force: bool = False) -> int:
+    """Write main.py and requirements.txt (and the wheel) into `out`; never over a user's
+    file without `force` (main.py invites users to add their own functions)."""
     folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    if wheel_url is not None and wheel_url_problem(wheel_url):
+        raise WriteError(f"--wheel-url {wheel_url_problem(wheel_url)}")
+    if folder.exists() and not folder.is_dir():
+        raise WriteError(f"--out {folder} is a file; give a folder to write main.py and requirements.txt into")
+    names = ["main.py", "requirements.txt"] + ([WHEEL_NAME] if wheel_url and build else [])
+    check_targets([folder / name for name in names], force)   # before any work, nothing written yet
     if wheel_url:
-        _write_wheel_route(folder, wheel_url, build)
+        _write_wheel_route(folder, wheel_url, build, force)
     else:
-        _write_standalone(folder)
+        _write_standalone(folder, force)
     return 0

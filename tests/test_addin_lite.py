@@ -87,3 +87,41 @@ def test_standalone_main_embeds_every_engine_file_and_nothing_else():
     assert not [n for n in names if n.startswith(("workbook_templates/", "tests/")) or n.endswith(".pyc")]
     assert not [n for n in names if n.startswith("addin/") and n.rsplit("/", 1)[1] not in
                 ("__init__.py", "functions.py", "spec.py")], "the server and CLI parts stay out"
+
+
+# ---------------------------------------------------------------- issue 23 item 4: never over a user's file
+def _lite(*options, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "udfs", "addin", "lite", *options],
+                          cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("existing", ["main.py", "requirements.txt"])
+def test_lite_refuses_to_overwrite_a_users_file_without_force(tmp_path, existing):
+    mine = "def my_function():\n    return 42\n"
+    (tmp_path / existing).write_text(mine)
+    r = _lite("--out", str(tmp_path))
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "--force" in r.stderr and existing in r.stderr and "Traceback" not in r.stderr
+    assert (tmp_path / existing).read_text() == mine
+    assert sorted(p.name for p in tmp_path.iterdir()) == [existing]      # nothing else written either
+    r = _lite("--out", str(tmp_path), "--force")
+    assert r.returncode == 0, r.stderr
+    assert "from addin.functions import *" in (tmp_path / "main.py").read_text()
+
+
+def test_lite_out_that_is_a_file_is_a_clear_error(tmp_path):
+    target = tmp_path / "notes.txt"
+    target.write_text("mine")
+    r = _lite("--out", str(target))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "is a file" in r.stderr and target.read_text() == "mine"
+
+
+@pytest.mark.parametrize("url", ["https://example.org/flopsheet.whl\nevil-package",
+                                 "https://example.org/flopsheet.whl\revil", "https://example.org/a b.whl",
+                                 "https://example.org/x.whl\x1b[2J", "evil-package"])
+def test_lite_wheel_url_is_one_url_of_a_wheel(tmp_path, url):
+    r = _lite("--out", str(tmp_path), "--wheel-url", url, "--no-wheel")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "--wheel-url" in r.stderr
+    assert not (tmp_path / "requirements.txt").exists()
