@@ -281,6 +281,51 @@ def test_an_interrupted_run_leaves_no_temporary_files(tmp_path, sig):
             assert leftovers(out) == [], (delay, leftovers(out))
 
 
+KILLED_WRITER = """
+import sys, time
+from pathlib import Path
+from udfs.cli.safe_write import safe_write
+def write(tmp):
+    Path(tmp).write_text("half")
+    print("writing", flush=True)
+    time.sleep(60)
+safe_write(sys.argv[1], write)
+"""
+
+
+def test_a_killed_write_leaves_a_temporary_file_that_the_next_write_removes(tmp_path):
+    """SIGKILL cannot be caught: the next write of the same file cleans up after it (issue 23 item 10)."""
+    target = tmp_path / "out.csv"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(target)], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "writing"
+    proc.kill()
+    proc.wait(30)
+    assert len(leftovers(tmp_path)) == 1
+    live = tmp_path / f".out.csv.{os.getpid()}.abcdefgh.tmp"      # a write still under way: kept
+    live.write_text("busy")
+    old = tmp_path / ".out.csv.zyxwvuts.tmp"                       # no process id, a day old: removed
+    old.write_text("old")
+    os.utime(old, (time.time() - 2 * 86400,) * 2)
+    other = tmp_path / ".notes.txt.12345678.tmp"                    # another file's: not ours to judge
+    other.write_text("x")
+    safe_write(target, lambda tmp: Path(tmp).write_text("whole"))
+    assert target.read_text() == "whole"
+    assert leftovers(tmp_path) == sorted([live.name, other.name])
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_a_dangling_symlink_at_the_output_is_not_replaced_without_force(tmp_path, scenario_file, writer):
+    command, out = WRITERS[writer]
+    target = out(tmp_path) if writer == "report" else templates_target(tmp_path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(tmp_path / "nowhere.xlsx")
+    assert_clear_failure(flopsheet(*command(scenario_file, out(tmp_path))), "--force")
+    assert target.is_symlink() and not (tmp_path / "nowhere.xlsx").exists()
+    assert flopsheet(*command(scenario_file, out(tmp_path)), "--force").returncode == 0
+    assert target.is_file() and not target.is_symlink()
+
+
 def test_refusing_to_overwrite_names_every_clash(tmp_path, scenario_file):
     target = tmp_path / "r.xlsx"
     assert flopsheet(*report_cmd(scenario_file, target)).returncode == 0

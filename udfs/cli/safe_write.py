@@ -8,17 +8,24 @@ file's private 0600); a file replaced under `force` keeps its own mode. Every fa
 `WriteError` with a sentence a user can act on; the CLI prints it and exits 2.
 
 `check_targets(paths, force)` runs the same checks up front, so a command fails before it
-spends time building what it could not write. Standard library only.
+spends time building what it could not write. Anything at the path counts as existing, a
+dangling symbolic link included. Standard library only.
+
+A run killed outright (SIGKILL, power cut) cannot remove its temporary file, so each one is
+named `.NAME.PID.XXXXXXXX.tmp`: the next write of NAME removes those whose process is gone
+(or that are older than STALE_SECONDS, for names without a live-process check).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import tempfile
-from pathlib import Path
+import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 _REASONS = {  # errno -> what the user should know
     errno.EACCES: "permission denied",
@@ -30,6 +37,9 @@ _REASONS = {  # errno -> what the user should know
     errno.EISDIR: "it is a folder",
     errno.ENAMETOOLONG: "the name is too long",
 }
+
+
+STALE_SECONDS = 24 * 3600   # no write takes a day: an older temporary file is left over
 
 
 class WriteError(Exception):
@@ -60,7 +70,7 @@ def check_target(path: str | os.PathLike, force: bool = False) -> Path:
     path = Path(path)
     if path.is_dir():
         raise WriteError(f"cannot write {path}: it is a folder; give a file name")
-    if path.exists() and not force:
+    if os.path.lexists(path) and not force:    # lexists: a dangling link is something there too
         raise WriteError(f"{path} already exists; use --force to overwrite it")
     parent = _nearest_existing(path.parent)
     if not parent.is_dir():
@@ -105,12 +115,45 @@ def _final_mode(path: Path) -> int:
         return 0o666 & ~umask()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, ValueError, OverflowError):  # someone else's process, or no way to ask: assume alive
+        return True
+    return True
+
+
+def remove_stale_temporaries(path: Path) -> list[Path]:
+    """Remove the temporary files earlier killed writes of `path` left beside it."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.(?:(\d+)\.)?[A-Za-z0-9_]{{8}}\.tmp")
+    removed = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if not match or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            old = time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_SECONDS
+            if old or (match.group(1) and os.name == "posix" and not _alive(int(match.group(1)))):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:  # gone meanwhile, or not ours to remove: not this write's problem
+            pass
+    return removed
+
+
 def safe_write(path: str | os.PathLike, write: Callable[[str], None], force: bool = False) -> Path:
     """Call `write(temporary_path)` beside `path`, then rename it over `path`."""
     path = check_target(path, force)
     _make_parent(path)
+    remove_stale_temporaries(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     except OSError as e:
         raise WriteError(f"cannot write {path}: {_reason(e)}") from None
     os.close(fd)
