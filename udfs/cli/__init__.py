@@ -132,9 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # calc and functions never load the front ends (faster, and immune to a broken one)
     core = bool(argv) and argv[0] in CORE_COMMANDS
-    args = build_parser(front_ends=not core).parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so a half-written file's temporary copy is removed
     signal.signal(signal.SIGTERM, _interrupt)
+    try:   # Ctrl-C while the front ends load (a second or so) is no traceback either
+        args = build_parser(front_ends=not core).parse_args(argv)
+    except KeyboardInterrupt:
+        print("flopsheet: interrupted before it started; nothing was written", file=sys.stderr)
+        return 130
     try:
         return args.run(args)
     except FlopsheetError as e:
