@@ -28,7 +28,11 @@ Optional arguments are in `[brackets]`: leave them out, or leave the cell blank,
 default. Give a range where a single number is expected and a numeric function returns a
 same-shaped range; a function whose result is a table spills it with a header row. A bad input
 gives an Excel error with a message (`#VALUE!`, `#NUM!`, `#N/A`), never a wrong number.
-Units are explained in [cost-model.md](cost-model.md#units).
+Units are explained in [cost-model.md](cost-model.md#units). The word in parentheses after a
+function's unit is its result's kind, from one closed table (`udfs/api/kinds.py`: money, memory,
+rate, count, time, fraction, ratio, power, year, text, flag; a table's columns and a catalog field
+have theirs): no result is inf or NaN, and one of a kind that cannot be negative never is (`#NUM!`
+with the reason instead).
 
 ## Numbers as you type them
 
@@ -94,7 +98,7 @@ def _default(arg: dict) -> str:
 
 
 def function_section(fn: dict) -> list[str]:
-    lines = [f"### {fn['name']}", "", f"`{fn['signature']}` → {fn['unit']}", "", fn["help"], ""]
+    lines = [f"### {fn['name']}", "", f"`{fn['signature']}` → {fn['unit']} ({fn['kind']})", "", fn["help"], ""]
     if fn["args"]:
         lines += ["| argument | meaning | unit | allowed | default |", "|---|---|---|---|---|"]
         lines += [f"| `{a['name']}` | {_cell(a['help'])} | {_cell(a['unit'])} | {_cell(_allowed(a))} | "

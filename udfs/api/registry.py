@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from .. import numbers
 from ..catalogs import catalog, engines
-from . import coerce, guard
+from . import coerce, guard, kinds
 from ..errors import FlopsheetError, num_error, quote, value_error
 
 REQUIRED = object()
@@ -86,6 +86,7 @@ class Function:
     returns: str = "number"        # number, text, bool, table
     examples: tuple[tuple[tuple, Any], ...] = field(default=())
     formula: str = ""              # native-formula form for the workbook templates ({arg} placeholders)
+    kind: str = "text"             # the result's kind, one of kinds.KINDS: what the output guard checks
 
     @property
     def vectorizable(self) -> bool:
@@ -98,7 +99,7 @@ class Function:
     def to_dict(self) -> dict:
         return {
             "name": self.name, "help": self.help, "unit": self.unit, "category": self.category,
-            "returns": self.returns, "signature": self.signature(),
+            "returns": self.returns, "kind": self.kind, "signature": self.signature(),
             "args": [{"name": a.name, "type": a.type, "help": a.help, "unit": a.unit,
                       "optional": a.optional, "default": None if not a.optional else a.default,
                       "choices": list(a.choices), "range": a.range_text(),
@@ -111,13 +112,14 @@ REGISTRY: dict[str, Function] = {}
 
 
 def worksheet(name: str, help: str, unit: str, category: str, args: list[Arg],
-              returns: str = "number", examples: list[tuple[tuple, Any]] = (), formula: str = ""):
-    """Declare a worksheet function; the decorated engine call receives coerced values."""
+              returns: str = "number", examples: list[tuple[tuple, Any]] = (), formula: str = "", *, kind: str):
+    """Declare a worksheet function; the decorated engine call receives coerced values. `kind`
+    (money, memory, rate, count, time, fraction, ...: kinds.KINDS) is what the output guard checks."""
     def register(impl):
         if name in REGISTRY:
             raise ValueError(f"worksheet function {name} declared twice")
         REGISTRY[name] = Function(name, impl, help, unit, category, tuple(args), returns,
-                                  tuple(examples), formula)
+                                  tuple(examples), formula, kinds.declared(kind, name))
         return impl
     return register
 
@@ -225,8 +227,8 @@ def call(name: str, *args, **kwargs):
         result = fn.impl(**values)
     except (ZeroDivisionError, OverflowError):
         raise num_error(f"{fn.name}: the inputs are too large or too small to compute with") from None
-    # every front end gets results through here: no inf/NaN, no negative money or memory
-    return guard.check_result(fn.name, fn.unit, result)
+    # every front end gets results through here: no inf/NaN, no negative money, memory, rate, ...
+    return guard.check_result(fn.name, fn.kind, result, values.get("field"))
 
 
 # ---------------------------------------------------------------- array form

@@ -11,7 +11,7 @@ from .common import (BATCH, CONTEXT, ENGINE, GPU, KV_PRECISION, MODEL, N_GPUS, P
            "parameters", "Architecture",
            [MODEL, Arg("part", "choice", "total or active", choices=("total", "active"), default="total")],
            examples=[(("Llama 2 7B",), 6_738_415_616), (("Llama 2 70B",), 68_976_648_192),
-                     (("Llama 2 13B",), 13_015_864_320)])
+                     (("Llama 2 13B",), 13_015_864_320)], kind="count")
 def param_count(model, part):
     return model.active if part == "active" else model.total_params
 
@@ -24,7 +24,7 @@ def param_count(model, part):
             Arg("tied", "bool", "Input and output embeddings shared", default=False),
             Arg("gated_mlp", "bool", "Gated (SwiGLU) MLP with three matrices", default=True)],
            examples=[((32, 4096, 32, 32, 11008, 32000), 6_738_415_616),
-                     ((80, 8192, 64, 8, 28672, 32000), 68_976_648_192)])
+                     ((80, 8192, 64, 8, 28672, 32000), 68_976_648_192)], kind="count")
 def params_from_arch(layers, hidden, heads, kv_heads, ffn, vocab, tied, gated_mlp):
     return arch.params_from_arch(int(layers), int(hidden), int(heads), int(kv_heads), int(ffn), int(vocab),
                                  tied, gated_mlp)["total"]
@@ -37,7 +37,8 @@ SERVING_PARTS = ("total", "weights", "kv_cache", "overhead")
            "tensor parallelism) + 1.5 GB runtime overhead.", "GB of GPU memory (GiB) per GPU", "Serving",
            [MODEL, PRECISION, BATCH, CONTEXT, KV_PRECISION, N_GPUS,
             Arg("part", "choice", "Which part to return", choices=SERVING_PARTS, default="total")],
-           examples=[(("Llama 2 7B", "fp16", 1, 4096), 16.051), (("Llama 2 70B", "fp16", 32, 4096, "fp16", 4), 43.620)])
+           examples=[(("Llama 2 7B", "fp16", 1, 4096), 16.051), (("Llama 2 70B", "fp16", 32, 4096, "fp16", 4), 43.620)],
+           kind="memory")
 def serving_memory_gb(model, precision, batch, context, kv_precision, n_gpus, part):
     require_own_layout(model)
     return serving.serving_memory_gib(model, precision, batch, context, kv_precision, n_gpus)[part]
@@ -46,7 +47,7 @@ def serving_memory_gb(model, precision, batch, context, kv_precision, n_gpus, pa
 @worksheet("FITS", "TRUE when the model, its KV cache and runtime overhead fit in the usable share of the GPUs' memory.",
            "TRUE/FALSE", "Serving", [MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS, USABLE], returns="bool",
            examples=[(("Llama 3 70B", "RTX 4090", "q4_k_m", 1, 1024), False), (("Llama 3 70B", "H100", "int4", 1, 4096), True),
-                     (("Llama 2 70B", "H100", "fp16"), False)])
+                     (("Llama 2 70B", "H100", "fp16"), False)], kind="flag")
 def fits(model, gpu, precision, batch, context, n_gpus, usable_fraction):
     require_own_layout(model)
     need = serving.serving_memory_gib(model, precision, batch, context, serving.KV_PRECISION, n_gpus)["total"]
@@ -56,7 +57,7 @@ def fits(model, gpu, precision, batch, context, n_gpus, usable_fraction):
 @worksheet("MAX_BATCH", "Sequences of a given context length whose KV cache fits beside the weights (0 if the model "
            "does not fit).", "sequences", "Serving",
            [MODEL, GPU, required(CONTEXT, "Tokens per sequence"), PRECISION, N_GPUS, USABLE],
-           examples=[(("Llama 2 7B", "A100", 4096, "fp16"), 28)])
+           examples=[(("Llama 2 7B", "A100", 4096, "fp16"), 28)], kind="count")
 def max_batch(model, gpu, context, precision, n_gpus, usable_fraction):
     require_own_layout(model)
     return serving.max_batch(model, gpu, precision, context, n_gpus, serving.KV_PRECISION, usable_fraction)
@@ -64,7 +65,7 @@ def max_batch(model, gpu, context, precision, n_gpus, usable_fraction):
 
 @worksheet("MAX_CONTEXT", "Tokens per sequence that fit for a batch (capped at the model's context length).",
            "tokens", "Serving", [MODEL, GPU, PRECISION, BATCH, N_GPUS, USABLE],
-           examples=[(("Llama 2 7B", "RTX 4090", "fp16"), 4096), (("Llama 2 7B", "RTX 4090", "fp16", 8), 1932)])
+           examples=[(("Llama 2 7B", "RTX 4090", "fp16"), 4096), (("Llama 2 7B", "RTX 4090", "fp16", 8), 1932)], kind="count")
 def max_context(model, gpu, precision, batch, n_gpus, usable_fraction):
     require_own_layout(model)
     return serving.max_context(model, gpu, precision, batch, n_gpus, serving.KV_PRECISION, usable_fraction)
@@ -77,7 +78,7 @@ def max_context(model, gpu, precision, batch, n_gpus, usable_fraction):
            "(see SERVING_THROUGHPUT for the rate under continuous batching).", "tokens/s (total)", "Serving",
            [MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS, ENGINE],
            examples=[(("Llama 2 7B", "H100", "fp16", 1, 1024), 182.11),
-                     (("Llama 3 8B", "RTX 4090", "q4_k_m", 1, 512, 1, "llama.cpp"), 120.15)])
+                     (("Llama 3 8B", "RTX 4090", "q4_k_m", 1, 512, 1, "llama.cpp"), 120.15)], kind="rate")
 def decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus, engine):
     return batch / capacity.decode_step(model, gpu, precision, batch, context, n_gpus, None, engine or None).total
 
@@ -86,7 +87,7 @@ def decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus, engine)
            "per token at the engine's achieved share of dense peak, never faster than reading the weights once per "
            "chunk of its token budget.", "tokens/s", "Serving",
            [MODEL, GPU, PRECISION, PROMPT, BATCH, N_GPUS, ENGINE],
-           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 15838)])
+           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 15838)], kind="rate")
 def prefill_tokens_per_sec(model, gpu, precision, prompt_tokens, batch, n_gpus, engine):
     return prompt_tokens * batch / capacity.prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus,
                                                             engine or None)
@@ -95,7 +96,7 @@ def prefill_tokens_per_sec(model, gpu, precision, prompt_tokens, batch, n_gpus, 
 @worksheet("TIME_TO_FIRST_TOKEN_MS", "Time to the first output token: prefill of the prompts (a batch of requests "
            "arriving together) plus one decode step, since the first token leaves at the end of an engine "
            "iteration.", "ms", "Serving", [MODEL, GPU, PRECISION, PROMPT, BATCH, N_GPUS, ENGINE],
-           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 138.43), (("LLaMA 7B", "A100", "fp16", 128), 17.12)])
+           examples=[(("LLaMA 7B", "A100", "fp16", 2048), 138.43), (("LLaMA 7B", "A100", "fp16", 128), 17.12)], kind="time")
 def time_to_first_token_ms(model, gpu, precision, prompt_tokens, batch, n_gpus, engine):
     return capacity.time_to_first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, engine or None) * 1000
 
@@ -114,7 +115,7 @@ TRAIN_PARTS = ("total", "weights", "gradients", "optimizer", "activations", "ove
             N_GPUS, Arg("recompute", "choice", "Activation recomputation", choices=training.RECOMPUTE, default="none"),
             Arg("flash_attention", "bool", "Flash attention (no stored attention scores)", default=True),
             Arg("part", "choice", "Which part to return", choices=TRAIN_PARTS, default="total")],
-           examples=[(("Llama 2 7B",), 122.109), (("Llama 2 7B", "bf16", "adamw", 1, 2048, 3, 8), 23.660)])
+           examples=[(("Llama 2 7B",), 122.109), (("Llama 2 7B", "bf16", "adamw", 1, 2048, 3, 8), 23.660)], kind="memory")
 def training_memory_gb(model, precision, optimizer, micro_batch, seq_len, zero_stage, n_gpus, recompute,
                        flash_attention, part):
     require_own_layout(model)
@@ -133,7 +134,7 @@ QLORA_PARTS = ("total", "base_weights", "adapters", "activations", "overhead")
             Arg("micro_batch", "number", "Sequences per step", "sequences", default=1, min=1),
             Arg("checkpointing", "bool", "Gradient checkpointing", default=True),
             Arg("part", "choice", "Which part to return", choices=QLORA_PARTS, default="total")],
-           examples=[(("Llama 2 7B",), 6.305)])
+           examples=[(("Llama 2 7B",), 6.305)], kind="memory")
 def qlora_memory_gb(model, rank, seq_len, micro_batch, checkpointing, part):
     require_own_layout(model)
     return training.qlora_memory_gib(model, rank, seq_len, micro_batch, checkpointing)[part]

@@ -41,7 +41,8 @@ def _field(row, field: str, fields: set[str], what: str, how: Callable[[str], st
            [GPU, Arg("field", "text", "Catalog column, e.g. bf16_tflops, memory_gb, bandwidth_tbs, tdp_w, price_usd, "
                      "price_kind, system_price_usd, source")],
            returns="any", examples=[(("H100", "bf16_tflops"), 989.5), (("RTX 4090", "memory_gb"), 24.0),
-                                    (("nvidia h100 sxm5 80gb", "bandwidth_tbs"), 3.35), (("H100", "system_price_usd"), 39625.0)])
+                                    (("nvidia h100 sxm5 80gb", "bandwidth_tbs"), 3.35), (("H100", "system_price_usd"), 39625.0)],
+           kind="field")
 def gpu_spec(gpu, field):
     return _field(gpu, field, catalog.GPU_FIELDS, "GPU", lambda f: catalog.how_to_supply(f, gpu))
 
@@ -53,7 +54,7 @@ def gpu_spec(gpu, field):
            "bare parameter count borrows).", "the field's unit", "Catalog",
            [MODEL, Arg("field", "text", "Catalog column or derived figure, e.g. params, layers, kv_heads, "
                        "context_length, head_size, expert_params, layout_from")],
-           returns="any", examples=[(("Llama 2 70B", "layers"), 80), (("Llama 2 7B", "params"), 6738415616)])
+           returns="any", examples=[(("Llama 2 70B", "layers"), 80), (("Llama 2 7B", "params"), 6738415616)], kind="field")
 def model_spec(model, field):
     return _field(model, field, catalog.MODEL_FIELDS | set(catalog.DERIVED_MODEL_FIELDS), "model")
 
@@ -65,7 +66,7 @@ GPU_LIST_COLUMNS = ("name", "vendor", "tier", "memory_gb", "bandwidth_tbs", "fp3
 
 @worksheet("GPU_LIST", "The GPU catalog as a table (dense figures), optionally one tier.", "table", "Catalog",
            [Arg("tier", "choice", "Only this tier", choices=("all", "datacenter", "workstation", "consumer"), default="all")],
-           returns="table", examples=[(("datacenter",), None)])
+           returns="table", examples=[(("datacenter",), None)], kind="table")
 def gpu_list(tier):
     prices = {field: basis for basis, field in catalog.PRICE_FIELDS.items()}
     rows = [[catalog.gpu_price(g, prices[c]) if c in prices else getattr(g, c) for c in GPU_LIST_COLUMNS]
@@ -114,7 +115,7 @@ COMPARE_HEADER = ["GPU", "Tier", "VRAM_GB", "BF16_TFLOPS", "FP8_TFLOPS", "Bandwi
                 "per GPU in a server) or lesson (the lesson's own figures)", choices=catalog.PURCHASE_PRICES,
                 default="card")],
            returns="table", examples=[(("lesson", "BW_per_kUSD"), None), (("H100, RTX 4090",), None),
-                                      (("lesson", "none", "lesson"), None)])
+                                      (("lesson", "none", "lesson"), None)], kind="table")
 def gpu_compare(gpus, sort_by, price):
     names = _names(gpus)
     if names == ["lesson"]:
@@ -138,7 +139,7 @@ def gpu_compare(gpus, sort_by, price):
                            default="instance")],
            examples=[(("p5.48xlarge",), 55.04), (("p5.48xlarge", "on-demand", "", "lesson"), 98.32),
                      (("p4de.24xlarge", "spot", "", "lesson"), 12.29),
-                     (("p5.48xlarge", "on-demand", "", "current", "gpu"), 6.88)])
+                     (("p5.48xlarge", "on-demand", "", "current", "gpu"), 6.88)], kind="money")
 def cloud_price(instance, pricing, provider, price_set, per):
     row = catalog.cloud_price(instance, pricing, provider, price_set)
     return row.usd_per_gpu_hour if per == "gpu" else row.usd_per_hour
@@ -152,7 +153,7 @@ CLOUD_COLUMNS = ("provider", "instance", "gpu", "gpu_count", "region", "pricing"
            "table", "Catalog",
            [Arg("provider", "text", "Only this provider (AWS, Azure, GCP, Lambda, CoreWeave, RunPod, ...)", default=""),
             Arg("gpu", "text", "Only instances with this GPU", default=""), PRICE_SET],
-           returns="table", examples=[(("AWS", "H100", "current"), None)])
+           returns="table", examples=[(("AWS", "H100", "current"), None)], kind="table")
 def cloud_list(provider, gpu, price_set):
     wanted = catalog.gpu(gpu).name if gpu else None
     rows = [[getattr(p, c) for c in CLOUD_COLUMNS] for p in catalog.cloud_prices()

@@ -22,7 +22,7 @@ def params_of(value: Model | float) -> float:
            "FLOPs", "Training", [MODEL_OR_PARAMS, TOKENS,
                                  Arg("full_recompute", "bool", "Full activation recomputation", default=False)],
            examples=[((7e9, 2e12), 8.4e22), (("Llama 2 7B", "2T"), 8.0861e22), (("7B", 1e12, True), 5.6e22)],
-           formula='IF({full_recompute},8,6)*{model_or_params}*{tokens}')
+           formula='IF({full_recompute},8,6)*{model_or_params}*{tokens}', kind="count")
 def training_flops(model_or_params, tokens, full_recompute):
     return training.training_flops(params_of(model_or_params), tokens, full_recompute)
 
@@ -30,7 +30,7 @@ def training_flops(model_or_params, tokens, full_recompute):
 @worksheet("TRAINING_GPU_HOURS", "GPU-hours to train: FLOPs / (dense peak x MFU) / 3600.", "GPU-hours", "Training",
            [MODEL_OR_PARAMS, TOKENS, GPU, MFU, PRECISION],
            examples=[(("Llama 2 7B", 2e12, "A100"), 179_979), ((7e9, 1e12, "H100", 0.5), 23_581)],
-           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600')
+           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600', kind="time")
 def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision):
     return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision)
 
@@ -39,7 +39,7 @@ def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision):
            [MODEL_OR_PARAMS, TOKENS, GPU, required(N_GPUS, "GPUs training together (data parallel)"), MFU,
             PRECISION],
            examples=[((7e9, 1e12, "H100", 512, 0.5), 1.9190)],
-           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600/{n_gpus}/24')
+           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600/{n_gpus}/24', kind="time")
 def training_days(model_or_params, tokens, gpu, n_gpus, mfu, precision):
     return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision) / n_gpus / 24
 
@@ -47,7 +47,8 @@ def training_days(model_or_params, tokens, gpu, n_gpus, mfu, precision):
 @worksheet("TRAINING_COST", "Cost to train: GPU-hours x price per GPU-hour.", "$", "Training",
            [MODEL_OR_PARAMS, TOKENS, GPU, USD_PER_GPU_HOUR, MFU, PRECISION],
            examples=[((7e9, 1e12, "H100", 2.0, 0.5), 47_162)],
-           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600*{usd_per_gpu_hour}')
+           formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600*{usd_per_gpu_hour}',
+           kind="money")
 def training_cost(model_or_params, tokens, gpu, usd_per_gpu_hour, mfu, precision):
     return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision) * usd_per_gpu_hour
 
@@ -58,7 +59,8 @@ def training_cost(model_or_params, tokens, gpu, usd_per_gpu_hour, mfu, precision
             Arg("workload", "choice", "training (tensor FLOPs) or inference (bandwidth)",
                 choices=("training", "inference"), default="training")],
            examples=[(("H100",), 3.1715), (("H100", "A100", "inference"), 1.643), (("A100 40GB", "A100"), 1.0)],
-           formula='IF({workload}="training",{gpu.bf16_tflops}/{baseline_gpu.bf16_tflops},{gpu.bandwidth_tbs}/{baseline_gpu.bandwidth_tbs})')
+           formula='IF({workload}="training",{gpu.bf16_tflops}/{baseline_gpu.bf16_tflops},{gpu.bandwidth_tbs}/{baseline_gpu.bandwidth_tbs})',
+           kind="ratio")
 def speedup(gpu, baseline_gpu, workload):
     attribute = "bf16_tflops" if workload == "training" else "bandwidth_tbs"
     return gpu.need(attribute, "SPEEDUP") / baseline_gpu.need(attribute, "SPEEDUP")

@@ -46,7 +46,7 @@ MODEL_ARGS = [
            "spec text", "Architecture", MODEL_ARGS, returns="text",
            examples=[((32, 4096, 32, 8, 14336, 128256), "model: 32L d4096 h32/kv8 ffn14336 v128256"),
                      ((48, 2048, 32, 4, 6144, 151936, 128, 128, 8, 0, 768, False, 0, "Qwen3 30B-A3B"),
-                      'model: 48L d2048 h32/kv4 hd128 ffn768 v151936 experts128/top8 name="Qwen3 30B-A3B"')])
+                      'model: 48L d2048 h32/kv4 hd128 ffn768 v151936 experts128/top8 name="Qwen3 30B-A3B"')], kind="text")
 def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts, experts_per_token, shared_experts,
                  moe_ffn, tied, sliding_window, model_name, local_layers, chunked, dense_layers, kv_lora_rank, qk_rope_dim,
                  q_lora_rank, context_length, attn_bias, qk_norm):
@@ -86,7 +86,7 @@ def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts,
            returns="text",
            examples=[((80, 3.35, 989.5, 1979, "HBM3"), "gpu: 80GB 3.35TB/s bf16=989.5 fp8=1979 HBM3"),
                      ((192, 0.8, "", "", "unified", "", "", "", "Mac Studio M2 Ultra"),
-                      'gpu: 192GB 0.8TB/s unified name="Mac Studio M2 Ultra"')])
+                      'gpu: 192GB 0.8TB/s unified name="Mac Studio M2 Ultra"')], kind="text")
 def gpu_define(memory_gb, bandwidth_tbs, bf16_tflops, fp8_tflops, memory_type, tdp_w, price_usd, interconnect_gbs,
                gpu_name, fp4_tflops, vendor):
     fields = {"memory_gb": memory_gb, "bandwidth_tbs": bandwidth_tbs, "bf16_tflops": bf16_tflops,

@@ -26,7 +26,8 @@ OWNED_ARGS = [HARDWARE_COST_USD, LIFETIME_YEARS, POWER_W, PUE, USD_PER_KWH, UTIL
            "recovery factor (residual value netted), power x PUE x price for every hour, and opex, over 8,760 x "
            "utilization used hours a year.", "$/GPU-hour", "Economics", OWNED_ARGS,
            examples=[((12000,), 0.72089), ((12000, 3, 400, 1.3, 0.12, 0.7, 0.08, 2000, 500), 0.82958)],
-           formula='(({hardware_cost_usd}-{residual_value_usd}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year}))/(8760*{utilization})')
+           formula='(({hardware_cost_usd}-{residual_value_usd}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year}))/(8760*{utilization})',
+           kind="money")
 def owned_cost_per_gpu_hour(hardware_cost_usd, lifetime_years, power_w, pue, usd_per_kwh, utilization,
                             cost_of_capital, residual_value_usd, opex_usd_per_year):
     return economics.owned_cost_per_gpu_hour(hardware_cost_usd, lifetime_years, power_w, pue, usd_per_kwh, utilization,
@@ -70,7 +71,7 @@ def _dc_kwargs(kw) -> dict:
            "part = total or one line.", "$/GPU-month", "Economics",
            [SYSTEM_PRICE, SYSTEM_POWER] + DC_ARGS +
            [Arg("part", "choice", "Which line to return", choices=("total",) + economics.DC_PARTS, default="total")],
-           examples=[((39625, 1275), 1820.6), ((39625, 1275, 3, 0, 0, 0, 0, 1, 0.12), 1212.38)])
+           examples=[((39625, 1275), 1820.6), ((39625, 1275, 3, 0, 0, 0, 0, 1, 0.12), 1212.38)], kind="money")
 def datacenter_cost_per_gpu_month(hardware_cost_usd, power_w, part, **kw):
     return economics.datacenter_month(hardware_cost_usd, power_w, **_dc_kwargs(kw))[part]
 
@@ -80,7 +81,8 @@ def datacenter_cost_per_gpu_month(hardware_cost_usd, power_w, part, **kw):
            "utilization; the cost per used hour (and per token) does.", "$/GPU-hour", "Economics",
            [SYSTEM_PRICE, SYSTEM_POWER, UTIL_DEFAULT] + DC_ARGS,
            examples=[((39625, 1275), 3.5628)],
-           formula='(({hardware_cost_usd}*(1+{network_share})-{residual_value_usd}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))/12+{usd_per_kw_month}*{power_w}/1000+{power_w}/1000*730*{pue}*{usd_per_kwh}+{opex_usd_per_year}/12)/(730*{utilization})')
+           formula='(({hardware_cost_usd}*(1+{network_share})-{residual_value_usd}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))/12+{usd_per_kw_month}*{power_w}/1000+{power_w}/1000*730*{pue}*{usd_per_kwh}+{opex_usd_per_year}/12)/(730*{utilization})',
+           kind="money")
 def datacenter_cost_per_gpu_hour(hardware_cost_usd, power_w, utilization, **kw):
     return economics.datacenter_cost_per_gpu_hour(hardware_cost_usd, power_w, utilization, **_dc_kwargs(kw))
 
@@ -89,7 +91,8 @@ def datacenter_cost_per_gpu_hour(hardware_cost_usd, power_w, utilization, **kw):
            "(a value above 1 means renting is cheaper even at 100%).", "fraction", "Economics",
            [HARDWARE_COST_USD, CLOUD_USD_PER_GPU_HOUR, LIFETIME_YEARS, POWER_W, PUE, USD_PER_KWH, RATE, RESIDUAL, OPEX],
            examples=[((12000, 5.12), 0.098559), ((30000, 2.0), 0.59478)],
-           formula='(({hardware_cost_usd}-{residual_value_usd}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year}))/({cloud_usd_per_gpu_hour}*8760)')
+           formula='(({hardware_cost_usd}-{residual_value_usd}/(1+{cost_of_capital})^{lifetime_years})*IF({cost_of_capital}=0,1/{lifetime_years},{cost_of_capital}*(1+{cost_of_capital})^{lifetime_years}/((1+{cost_of_capital})^{lifetime_years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year}))/({cloud_usd_per_gpu_hour}*8760)',
+           kind="fraction")
 def breakeven_utilization(hardware_cost_usd, cloud_usd_per_gpu_hour, lifetime_years, power_w, pue, usd_per_kwh,
                           cost_of_capital, residual_value_usd, opex_usd_per_year):
     return economics.breakeven_utilization(hardware_cost_usd, cloud_usd_per_gpu_hour, lifetime_years, power_w, pue,
@@ -99,7 +102,8 @@ def breakeven_utilization(hardware_cost_usd, cloud_usd_per_gpu_hour, lifetime_ye
 @worksheet("BREAKEVEN_MONTHS", "Simple payback: months until the rent saved by owning covers the purchase.",
            "months", "Economics", [HARDWARE_COST_USD, CLOUD_USD_PER_GPU_HOUR, UTILIZATION, POWER_W, PUE, USD_PER_KWH, OPEX],
            examples=[((12000, 5.12, 0.7), 4.6489)],
-           formula='{hardware_cost_usd}/({cloud_usd_per_gpu_hour}*730*{utilization}-({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year})/12)')
+           formula='{hardware_cost_usd}/({cloud_usd_per_gpu_hour}*730*{utilization}-({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year})/12)',
+           kind="time")
 def breakeven_months(hardware_cost_usd, cloud_usd_per_gpu_hour, utilization, power_w, pue, usd_per_kwh, opex_usd_per_year):
     return economics.breakeven_months(hardware_cost_usd, cloud_usd_per_gpu_hour, utilization, power_w, pue,
                                       usd_per_kwh, opex_usd_per_year)
@@ -108,7 +112,8 @@ def breakeven_months(hardware_cost_usd, cloud_usd_per_gpu_hour, utilization, pow
 @worksheet("TCO", "Total cost of owning one GPU for a period: capital charge + power + opex.", "$", "Economics",
            [HARDWARE_COST_USD, YEARS, POWER_W, PUE, USD_PER_KWH, RATE, RESIDUAL, OPEX],
            examples=[((12000, 3), 13261.44)],
-           formula='{years}*(({hardware_cost_usd}-{residual_value_usd}/(1+{cost_of_capital})^{years})*IF({cost_of_capital}=0,1/{years},{cost_of_capital}*(1+{cost_of_capital})^{years}/((1+{cost_of_capital})^{years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year}))')
+           formula='{years}*(({hardware_cost_usd}-{residual_value_usd}/(1+{cost_of_capital})^{years})*IF({cost_of_capital}=0,1/{years},{cost_of_capital}*(1+{cost_of_capital})^{years}/((1+{cost_of_capital})^{years}-1))+({power_w}/1000*8760*{pue}*{usd_per_kwh}+{opex_usd_per_year}))',
+           kind="money")
 def tco(hardware_cost_usd, years, power_w, pue, usd_per_kwh, cost_of_capital, residual_value_usd, opex_usd_per_year):
     return economics.tco(hardware_cost_usd, years, power_w, pue, usd_per_kwh, cost_of_capital, residual_value_usd,
                          opex_usd_per_year)
@@ -117,7 +122,7 @@ def tco(hardware_cost_usd, years, power_w, pue, usd_per_kwh, cost_of_capital, re
 @worksheet("CLOUD_COST", "Cost of renting the GPU-hours used over a period: rate x 8,760 x years x utilization.",
            "$", "Economics", [replace(USD_PER_GPU_HOUR, help="Cloud price per GPU-hour"), YEARS, UTILIZATION],
            examples=[((5.12, 3, 0.7), 94187.52)],
-           formula='{usd_per_gpu_hour}*8760*{years}*{utilization}')
+           formula='{usd_per_gpu_hour}*8760*{years}*{utilization}', kind="money")
 def cloud_cost(usd_per_gpu_hour, years, utilization):
     return economics.cloud_cost(usd_per_gpu_hour, years, utilization)
 
@@ -142,7 +147,7 @@ def _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot
            f"(output tokens/s x 3,600) x 1e6, {AT_POINT}; equals that over SERVING_THROUGHPUT. A request costs this "
            "x its output tokens. At full use: a month's cost per token served adds the idle hours (see "
            "docs/cost-model.md, Cost per token).", "$ per 1M output tokens", "Economics", TOKEN_COST_ARGS,
-           examples=[(TOKEN_EXAMPLE, 1.1532)])
+           examples=[(TOKEN_EXAMPLE, 1.1532)], kind="money")
 def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tokens, output_tokens, n_gpus,
                               max_tpot_ms, engine, kv_precision, batch):
     point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision,
@@ -154,7 +159,7 @@ def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_to
            f"cost / its prompt tokens, {AT_POINT}. Part of COST_PER_1M_OUTPUT_TOKENS (which charges the whole "
            "request to its output tokens), not an extra charge: what a longer prompt adds.",
            "$ per 1M input tokens", "Economics", TOKEN_COST_ARGS,
-           examples=[(TOKEN_EXAMPLE, 0.14006)])
+           examples=[(TOKEN_EXAMPLE, 0.14006)], kind="money")
 def cost_per_1m_input_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tokens, output_tokens, n_gpus,
                              max_tpot_ms, engine, kv_precision, batch):
     point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision,
@@ -167,7 +172,7 @@ def cost_per_1m_input_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tok
            f"(prompt_tokens + output_tokens), {AT_POINT}. The figure to compare with an API price list: the API's "
            "price for the same mix is (input price x prompt_tokens + output price x output_tokens) / (prompt_tokens "
            "+ output_tokens).", "$ per 1M tokens", "Economics", TOKEN_COST_ARGS,
-           examples=[(TOKEN_EXAMPLE, 0.19219)])
+           examples=[(TOKEN_EXAMPLE, 0.19219)], kind="money")
 def blended_cost_per_1m_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tokens, output_tokens, n_gpus,
                                max_tpot_ms, engine, kv_precision, batch):
     point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision,
@@ -183,7 +188,8 @@ def blended_cost_per_1m_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_t
             Arg("api_usd_per_1m_input_tokens", "number", "API price of input tokens", "$ per 1M tokens", min=0),
             Arg("api_usd_per_1m_output_tokens", "number", "API price of output tokens", "$ per 1M tokens", min=0)],
            examples=[((1e9, 0.75, 3, 15), 6000.0)],
-           formula='{tokens_per_month}*({input_share}*{api_usd_per_1m_input_tokens}+(1-{input_share})*{api_usd_per_1m_output_tokens})/1000000')
+           formula='{tokens_per_month}*({input_share}*{api_usd_per_1m_input_tokens}+(1-{input_share})*{api_usd_per_1m_output_tokens})/1000000',
+           kind="money")
 def api_monthly_cost(tokens_per_month, input_share, api_usd_per_1m_input_tokens, api_usd_per_1m_output_tokens):
     return economics.api_monthly_cost(tokens_per_month, input_share, api_usd_per_1m_input_tokens, api_usd_per_1m_output_tokens)
 
@@ -193,6 +199,6 @@ def api_monthly_cost(tokens_per_month, input_share, api_usd_per_1m_input_tokens,
            [positive("self_host_usd_per_month", "All-in monthly cost of self-hosting", "$/month"),
             positive("api_usd_per_1m_tokens", "API price (blended)", "$ per 1M tokens")],
            examples=[((3000, 6), 5e8)],
-           formula='{self_host_usd_per_month}/{api_usd_per_1m_tokens}*1000000')
+           formula='{self_host_usd_per_month}/{api_usd_per_1m_tokens}*1000000', kind="count")
 def api_breakeven_tokens(self_host_usd_per_month, api_usd_per_1m_tokens):
     return economics.api_breakeven_tokens(self_host_usd_per_month, api_usd_per_1m_tokens)

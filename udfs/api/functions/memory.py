@@ -18,7 +18,8 @@ ADAPTER = Arg("adapter_fraction", "number", "QLoRA: fraction of parameters in th
            [PARAMS, PRECISION, OPTIMIZER, ACT_MULT, ADAPTER, PART],
            examples=[((7e9,), 143.424), (("7B", "bf16", "adamw", 2, 0.01, "weights"), 13.039),
                      ((7e9, "fp16", "none"), 15.646), ((7e9, "int4", "qlora"), 10.822)],
-           formula='CHOOSE(MATCH({part},{"total","weights","gradients","optimizer","activations"},0),{model_or_params}*{precision.bytes_per_param}+IF({optimizer}="none",0,IF({optimizer}="qlora",{model_or_params}*{adapter_fraction}*4,{model_or_params}*4))+IF({optimizer}="none",0,IF({optimizer}="sgd",{model_or_params}*4,IF({optimizer}="qlora",INT({model_or_params}*{adapter_fraction})*4*3,{model_or_params}*4*3)))+{model_or_params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}),{model_or_params}*{precision.bytes_per_param},IF({optimizer}="none",0,IF({optimizer}="qlora",{model_or_params}*{adapter_fraction}*4,{model_or_params}*4)),IF({optimizer}="none",0,IF({optimizer}="sgd",{model_or_params}*4,IF({optimizer}="qlora",INT({model_or_params}*{adapter_fraction})*4*3,{model_or_params}*4*3))),{model_or_params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}))/1073741824')
+           formula='CHOOSE(MATCH({part},{"total","weights","gradients","optimizer","activations"},0),{model_or_params}*{precision.bytes_per_param}+IF({optimizer}="none",0,IF({optimizer}="qlora",{model_or_params}*{adapter_fraction}*4,{model_or_params}*4))+IF({optimizer}="none",0,IF({optimizer}="sgd",{model_or_params}*4,IF({optimizer}="qlora",INT({model_or_params}*{adapter_fraction})*4*3,{model_or_params}*4*3)))+{model_or_params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}),{model_or_params}*{precision.bytes_per_param},IF({optimizer}="none",0,IF({optimizer}="qlora",{model_or_params}*{adapter_fraction}*4,{model_or_params}*4)),IF({optimizer}="none",0,IF({optimizer}="sgd",{model_or_params}*4,IF({optimizer}="qlora",INT({model_or_params}*{adapter_fraction})*4*3,{model_or_params}*4*3))),{model_or_params}*{precision.bytes_per_param}*IF({optimizer}="none",0.2,{activation_multiplier}))/1073741824',
+           kind="memory")
 def gpu_memory(model_or_params, precision, optimizer, activation_multiplier, adapter_fraction, part):
     est = lesson.model_memory_estimate(model_or_params, precision, optimizer, activation_multiplier, adapter_fraction)
     return est[part]
@@ -26,7 +27,7 @@ def gpu_memory(model_or_params, precision, optimizer, activation_multiplier, ada
 
 @worksheet("GPU_MEMORY_TABLE", "The lesson's memory breakdown as a table: one row per part.",
            "GB of GPU memory (GiB)", "Memory", [PARAMS, PRECISION, OPTIMIZER, ACT_MULT, ADAPTER], returns="table",
-           examples=[((7e9,), None)])
+           examples=[((7e9,), None)], kind="table")
 def gpu_memory_table(model_or_params, precision, optimizer, activation_multiplier, adapter_fraction):
     est = lesson.model_memory_estimate(model_or_params, precision, optimizer, activation_multiplier, adapter_fraction)
     return Table(["part", "GB"], [[part, est[part]] for part in lesson.MEMORY_PARTS[1:] + ("total",)])
@@ -39,7 +40,7 @@ def gpu_memory_table(model_or_params, precision, optimizer, activation_multiplie
                 default=80, min=0, min_open=True),
             Arg("headroom_gb", "number", "Memory kept free on each GPU", "GB", default=5, min=0)],
            examples=[((143.4,), 2), ((266.4,), 4), ((1434.2,), 20), ((30, "RTX 4090", 2), 2)],
-           formula='MAX(1,ROUNDUP({memory_gb}/({gpu_or_capacity}-{headroom_gb}),0))')
+           formula='MAX(1,ROUNDUP({memory_gb}/({gpu_or_capacity}-{headroom_gb}),0))', kind="count")
 def gpus_needed(memory_gb, gpu_or_capacity, headroom_gb):
     return lesson.gpus_needed(memory_gb, gpu_or_capacity, headroom_gb)
 
@@ -47,7 +48,7 @@ def gpus_needed(memory_gb, gpu_or_capacity, headroom_gb):
 @worksheet("MODEL_SIZE_GB", "Size of a model's weights file: parameters x bytes per parameter.",
            "GB (10^9 bytes)", "Memory", [PARAMS, PRECISION],
            examples=[(("7B", "fp16"), 14.0), ((70e9, "int4"), 35.0)],
-           formula='{model_or_params}*{precision.bytes_per_param}/1E9')
+           formula='{model_or_params}*{precision.bytes_per_param}/1E9', kind="memory")
 def model_size_gb(model_or_params, precision):
     return model_or_params * precision.bytes_per_param / GB
 
@@ -58,7 +59,7 @@ def model_size_gb(model_or_params, precision):
            [MODEL, positive("context", "Tokens held per sequence in the KV cache (prompt + output so far)", "tokens"),
             BATCH, KV_PRECISION, MEMORY_UNIT],
            examples=[(("Llama 2 70B", 4096, 32, "fp16", "GB"), 42.950), (("Llama 2 70B", 8192, 32, "fp16", "GB"), 85.899),
-                     (("Llama 2 70B", 4096, 32), 40.0)])
+                     (("Llama 2 70B", 4096, 32), 40.0)], kind="memory")
 def kv_cache_gb(model, context, batch, kv_precision, unit):
     require_own_layout(model)
     return arch.kv_cache_bytes(model, context, batch, kv_precision) / MEMORY_UNITS[unit.lower()]

@@ -40,7 +40,7 @@ TIERS = Arg("tiers", "text", "GPU tiers the deployment may use: datacenter (defa
            "budget, misses the deadline, too slow for the latency target, a tier left out).", "table", "Picker",
            ARGS + SERVING_SHAPE + [TIERS],
            returns="table", examples=[(("serve", "Llama 2 7B", "fp16"), None),
-                                      (("train", "Llama 2 70B", "bf16", "cost", "", "", 2e12), None)])
+                                      (("train", "Llama 2 70B", "bf16", "cost", "", "", 2e12), None)], kind="table")
 def gpu_rank(**kw):
     options = picker.rank(*_rank_args(kw))
     return Table(RANK_HEADER, [_rank_row(i, o) for i, o in enumerate(options, start=1)])
@@ -62,7 +62,7 @@ def _rank_row(rank: int, o: picker.Option) -> list:
            returns="any", examples=[(("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu"), "A10 24GB"),
                                     (("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu", 1024, 256,
                                       "", "any"), "RTX 5090 32GB"),
-                                    (("qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count"), 1)])
+                                    (("qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count"), 1)], kind="text")
 def gpu_recommend(part, **kw):
     best = picker.recommend(*_rank_args(kw))
     if part == "gpu":

@@ -15,7 +15,7 @@ from .common import HEADROOM, PRECISION, positive
             positive("tokens_per_request", "Output tokens per request", "tokens"),
             replace(HEADROOM, help="Burst headroom on top of the average")],
            examples=[((1000, 200), 4000.0), ((1000, 200, 0), 3333.333)],
-           formula='{requests_per_minute}/60*{tokens_per_request}*(1+{headroom})')
+           formula='{requests_per_minute}/60*{tokens_per_request}*(1+{headroom})', kind="rate")
 def tokens_per_sec_needed(requests_per_minute, tokens_per_request, headroom):
     return lesson.tokens_per_sec_needed(requests_per_minute, tokens_per_request, headroom)
 
@@ -25,7 +25,7 @@ def tokens_per_sec_needed(requests_per_minute, tokens_per_request, headroom):
            [positive("tokens_per_sec_needed", "Throughput to sustain", "tokens/s"),
             positive("tokens_per_sec_per_instance", "Throughput of one instance", "tokens/s")],
            examples=[((4000, 400), 10), ((4001, 400), 11)],
-           formula='ROUNDUP({tokens_per_sec_needed}/{tokens_per_sec_per_instance}-1E-9,0)')
+           formula='ROUNDUP({tokens_per_sec_needed}/{tokens_per_sec_per_instance}-1E-9,0)', kind="count")
 def instances_needed(tokens_per_sec_needed, tokens_per_sec_per_instance):
     return lesson.instances_needed(tokens_per_sec_needed, tokens_per_sec_per_instance)
 
@@ -35,7 +35,7 @@ def instances_needed(tokens_per_sec_needed, tokens_per_sec_per_instance):
            [positive("tokens_per_request", "Output tokens per request", "tokens"),
             positive("latency_s", "Latency target (e.g. p95)", "s")],
            examples=[((200, 5), 40.0)],
-           formula='{tokens_per_request}/{latency_s}')
+           formula='{tokens_per_request}/{latency_s}', kind="rate")
 def tokens_per_sec_per_request(tokens_per_request, latency_s):
     return tokens_per_request / latency_s
 
@@ -48,7 +48,7 @@ def tokens_per_sec_per_request(tokens_per_request, latency_s):
             PRECISION,
             Arg("bandwidth_tbs", "number", "Memory bandwidth when a TFLOPS number is given", "TB/s", default="",
                 min=0, min_open=True)],
-           examples=[((312, "bf16", 2.0), 156.0), (("A100 SXM 80GB",), 153.016), (("H100",), 295.373)])
+           examples=[((312, "bf16", 2.0), 156.0), (("A100 SXM 80GB",), 153.016), (("H100",), 295.373)], kind="ratio")
 def ridge_point(gpu_or_tflops, precision, bandwidth_tbs):
     tflops = gpu_or_tflops
     if isinstance(gpu_or_tflops, Gpu):                # a catalog GPU: its peak and bandwidth
@@ -66,6 +66,6 @@ def ridge_point(gpu_or_tflops, precision, bandwidth_tbs):
             positive("d_in", "Matrix input size", "elements", default=4096),
             positive("d_out", "Matrix output size", "elements", default=16384),
             PRECISION],
-           examples=[((1,), 1.0), ((32 * 2048,), 65536.0), ((1, 4096, 16384, "int4"), 4.0)])
+           examples=[((1,), 1.0), ((32 * 2048,), 65536.0), ((1, 4096, 16384, "int4"), 4.0)], kind="ratio")
 def arithmetic_intensity(tokens, d_in, d_out, precision):
     return lesson.matmul_intensity(tokens, d_in, d_out, precision.bytes_per_param)

@@ -36,7 +36,7 @@ def _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot
 @worksheet("SERVING_THROUGHPUT", "Output tokens/s one copy of a model sustains under continuous batching (all its "
            "GPUs together), at the largest batch that fits and meets the latency target. " + HOW,
            "tokens/s (total)", "Serving", SERVING_ARGS,
-           examples=[(EXAMPLE, 9020.6), (EXAMPLE + (1, 10), 7359.9), (EXAMPLE + (1, "", "vllm"), 5312.2)])
+           examples=[(EXAMPLE, 9020.6), (EXAMPLE + (1, 10), 7359.9), (EXAMPLE + (1, "", "vllm"), 5312.2)], kind="rate")
 def serving_throughput(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
                        kv_precision):
     return _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
@@ -45,7 +45,7 @@ def serving_throughput(model, gpu, precision, prompt_tokens, output_tokens, n_gp
 
 @worksheet("SERVING_BATCH", "Sequences SERVING_THROUGHPUT runs at once: the most whose KV cache fits under the "
            "engine's memory rules, capped by its batch limit and by max_tpot_ms.", "sequences", "Serving",
-           SERVING_ARGS, examples=[(EXAMPLE, 253), (EXAMPLE + (1, 10), 73)])
+           SERVING_ARGS, examples=[(EXAMPLE, 253), (EXAMPLE + (1, 10), 73)], kind="count")
 def serving_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision):
     return _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
                   kv_precision).batch
@@ -55,7 +55,7 @@ def serving_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, m
            "each request sees (the step, plus its share of the prefills), ttft = time to the first token (a "
            "prompt's prefill plus one step of the running batch).", "ms", "Serving",
            SERVING_ARGS + [Arg("part", "choice", "tpot or ttft", choices=("tpot", "ttft"), default="tpot")],
-           examples=[(EXAMPLE, 28.05), (EXAMPLE + (1, "", "", "", "ttft"), 59.74)])
+           examples=[(EXAMPLE, 28.05), (EXAMPLE + (1, "", "", "", "ttft"), 59.74)], kind="time")
 def serving_latency_ms(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
                        kv_precision, part):
     point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision)
@@ -74,7 +74,7 @@ TRAFFIC_PARTS = ("gpus", "copies", "gpus_per_copy", "batch", "tokens_per_sec_per
             Arg("part", "choice", "What to return", choices=TRAFFIC_PARTS, default="gpus")],
            examples=[(("Llama 3.1 8B", "H100", 1000, 1024, 256, 50, "", "fp8"), 1),
                      (("Llama 3.3 70B", "H100", 1000, 2048, 512, 50), 20),
-                     (("Llama 3.3 70B", "H100", 1000, 2048, 512, 50, "", "bf16", "", "", 0.2, "gpus_per_copy"), 4)])
+                     (("Llama 3.3 70B", "H100", 1000, 2048, 512, 50, "", "bf16", "", "", 0.2, "gpus_per_copy"), 4)], kind="count")
 def gpus_for_traffic(model, gpu, requests_per_minute, prompt_tokens, output_tokens, max_tpot_ms, max_ttft_ms,
                      precision, n_gpus, engine, headroom, part):
     plan = capacity.gpus_for_traffic(model, gpu, requests_per_minute, prompt_tokens, output_tokens,
