@@ -119,10 +119,10 @@ def reference() -> str:
         links = ", ".join(f"[{f['name']}](#{f['name'].lower()})" for f in fns)
         lines.append(f"- **{category}**: {links}")
     lines.append("")
-    for category, fns in by_category.items():
+    for category, entries in by_category.items():
         lines += [f"## {category}", ""]
-        for fn in fns:
-            lines += function_section(fn)
+        for entry in entries:
+            lines += function_section(entry)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

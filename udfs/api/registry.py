@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .. import numbers
 from ..catalogs import catalog, engines
@@ -112,7 +112,7 @@ REGISTRY: dict[str, Function] = {}
 
 
 def worksheet(name: str, help: str, unit: str, category: str, args: list[Arg],
-              returns: str = "number", examples: list[tuple[tuple, Any]] = (), formula: str = "", *, kind: str):
+              returns: str = "number", examples: Sequence[tuple[tuple, Any]] = (), formula: str = "", *, kind: str):
     """Declare a worksheet function; the decorated engine call receives coerced values. `kind`
     (money, memory, rate, count, time, fraction, ...: kinds.KINDS) is what the output guard checks."""
     def register(impl):
@@ -212,7 +212,7 @@ def coerce_arg(arg: Arg, value):
     return _COERCERS[arg.type](arg, value)
 
 
-def call(name: str, *args, **kwargs):
+def call(name: str | Function, *args, **kwargs):
     """Evaluate one worksheet function on scalar arguments (positional, then by name)."""
     fn = get(name) if isinstance(name, str) else name
     if len(args) > len(fn.args):
@@ -249,12 +249,12 @@ def _cell(value, shape, r, c):
     return value[r][c]
 
 
-def call_array(name: str, *args):
+def call_array(name: str | Function, *args):
     """Array form: 2-D list arguments broadcast like Excel (same shape, a row, a column or
     one cell); the result has the broadcast shape, with an error string where a cell fails."""
     fn = get(name) if isinstance(name, str) else name
-    shapes = [(i, _shape(a)) for i, a in enumerate(args)
-              if _shape(a) and i < len(fn.args) and fn.args[i].type != "list"]
+    shapes = [(i, shape) for i, a in enumerate(args)
+              if (shape := _shape(a)) is not None and i < len(fn.args) and fn.args[i].type != "list"]
     if not shapes or not fn.vectorizable:
         return call(fn, *args)
     rows = max(s[0] for _, s in shapes)

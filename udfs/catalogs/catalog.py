@@ -29,7 +29,7 @@ def _packaged(name: str) -> list[dict[str, str]]:
 def columns(name: str) -> dict[str, str]:
     """A table's columns (packaged header order) with their types ("float | None", "bool", ...)."""
     cls = _table_class(name)
-    types = {f.name: f.type for f in fields(cls)} if cls else {}
+    types = {f.name: str(f.type) for f in fields(cls)} if cls else {}   # annotations are text (PEP 563)
     header = next(csv.reader(io.StringIO(resources.files("udfs").joinpath("data", name).read_text(encoding="utf-8"))))
     return {c: types.get(c, "str") for c in header}
 

@@ -175,9 +175,10 @@ def check_cell(table: str, column: str, text: str, kind: str) -> str | None:
 
 def row_problems(table: str, row: dict[str, str]) -> list[tuple[str, str]]:
     """(column, why) for figures of one row that contradict each other (AT_MOST, DIVIDES)."""
-    value = {c: numbers.try_parse(row.get(c) or "") for c in LIMITS.get(table, {})}
+    parsed = {c: numbers.try_parse(row.get(c) or "") for c in LIMITS.get(table, {})}
+    value = {c: v for c, v in parsed.items() if v is not None}       # the figures the row gives
     found = [(a, f"{a} ({value[a]:g}) must not exceed {b} ({value[b]:g})") for a, b in AT_MOST.get(table, ())
-             if value.get(a) is not None and value.get(b) is not None and value[a] > value[b]]
+             if a in value and b in value and value[a] > value[b]]
     found += [(a, f"{b} ({value[b]:g}) must be a whole multiple of {a} ({value[a]:g})") for a, b in DIVIDES.get(table, ())
               if value.get(a) and value.get(b) and value[b] % value[a]]
     return found
@@ -248,11 +249,12 @@ def read_file(path: Path, columns: dict[str, str], table: str) -> tuple[list[tup
                                         + ("" if more else " (leave a cell empty with an extra comma)")))
                 continue
             row = {h: cells[i].strip() for i, h in enumerate(header)}
-            bad = [(i, h, check_cell(table, h, row[h], columns[h])) for i, h in enumerate(header)]
+            bad: list[tuple[int, str, str | None]] = [(i, h, check_cell(table, h, row[h], columns[h]))
+                                                      for i, h in enumerate(header)]
             bad += [(header.index(h), h, "is required") for h in KEY_COLUMNS.get(table, ("name",)) if not row[h]]
-            for i, h, why in bad:
-                if why:
-                    problems.append(Problem(str(path), line, f"{_letter(i)} ({h})", why))
+            for i, h, wrong in bad:
+                if wrong:
+                    problems.append(Problem(str(path), line, f"{_letter(i)} ({h})", wrong))
             rows.append((row, f"{path}:{line}"))
     except csv.Error as e:
         problems.append(Problem(str(path), reader.line_num, "", f"not a CSV file ({e})"))
@@ -296,17 +298,17 @@ def merge(table: str, packaged: list[dict], columns: dict[str, str],
         problems += found
         seen: dict[tuple, str] = {}           # one row per name (or identity) in a file
         for row, origin in rows:
-            ident = lookup.get(identity(table, row))
+            found_ident = lookup.get(identity(table, row))
             line = origin.rsplit(":", 1)[1]
-            first = seen.setdefault(ident or identity(table, row), line)
+            first = seen.setdefault(found_ident or identity(table, row), line)
             if first != line:
                 problems.append(Problem(str(path), int(line), "", f"{_label(table, row)} is already on line {first} "
                                                                   f"of this file; keep one row"))
                 continue
-            if ident is not None:
-                old, _ = merged[ident]
+            if found_ident is not None:
+                old, _ = merged[found_ident]
                 given = {c: v for c, v in row.items() if v and c not in IDENTITY.get(table, ("name",))}
-                put({**old, **given}, origin, ident)
+                put({**old, **given}, origin, found_ident)
                 continue
             full = {c: "" for c in columns}
             full.update(NEW_ROW_DEFAULTS.get(table, {}))

@@ -50,7 +50,7 @@ class Token:
     fields: tuple[str, ...]            # row fields its groups fill, in order
     convert: Callable = int
     text: Callable[[dict], str | None] = lambda row: None   # how a row writes it (None: omitted)
-    flag: tuple[str, object] = ()      # a bare word: sets field to value
+    flag: tuple[str, object] | tuple[()] = ()    # a bare word: sets field to value
 
 
 def _tok(pattern, fields, convert=int, text=None, flag=()):
@@ -102,7 +102,7 @@ MODEL_TOKENS = (
                                                                   lambda r: "layernorm")),
 )
 _EXTRA_TOKEN = re.compile("|".join(EXTRAS), re.I)
-MODEL_DEFAULTS = {"gated_mlp": True, "norm": "rmsnorm", "tied_embeddings": False, "attn_bias": False,
+MODEL_DEFAULTS: dict[str, object] = {"gated_mlp": True, "norm": "rmsnorm", "tied_embeddings": False, "attn_bias": False,
                   "mlp_bias": False, "pos_embedding": "rope", "extras": ()}
 REQUIRED_MODEL = ("layers", "hidden", "heads", "vocab", "spec_ffn")
 
@@ -168,8 +168,8 @@ def model_row(spec: dict, name: str = "") -> dict:
     row.update({k: v for k, v in spec.items() if k not in ("spec_ffn", "moe_ffn", "dense_layers")})
     _check_model(row, spec)
     if spec.get("n_experts"):
-        dense = spec.get("dense_layers") or 0
-        row.update(ffn=spec.get("moe_ffn") or spec["spec_ffn"], moe_layers=row["layers"] - dense,
+        dense = spec.get("dense_layers") or 0      # a spec without `dense` has none
+        row.update(ffn=spec.get("moe_ffn") or spec["spec_ffn"], moe_layers=spec["layers"] - dense,
                    dense_ffn=spec["spec_ffn"] if dense else None)
     else:
         row["ffn"] = spec["spec_ffn"]
@@ -248,7 +248,7 @@ GPU_TOKENS = (
     _tok(fr"int8={_NUM}", ["int8_tops"], float,
          _when(_given("int8_tops"), lambda r: f"int8={fmt_number(r['int8_tops'])}")),
     _tok(r"((?:HBM|GDDR|LPDDR)[\w.]*|unified)", ["memory_type"], str,
-         _when(_has("memory_type"), lambda r: re.match(r"[\w.]*", r["memory_type"]).group())),
+         _when(_has("memory_type"), lambda r: re.split(r"[^\w.]", r["memory_type"], maxsplit=1)[0])),
     _tok(_NUM + r"W", ["tdp_w"], float, _when(_has("tdp_w"), lambda r: f"{fmt_number(r['tdp_w'])}W")),
     _tok(r"\$" + _NUM, ["price_usd"], float, _when(_has("price_usd"), lambda r: f"${fmt_number(r['price_usd'])}")),
     _tok(r"link" + _NUM, ["interconnect_gbs"], float,

@@ -47,7 +47,8 @@ class WriteError(Exception):
 
 
 def _reason(exc: OSError) -> str:
-    return _REASONS.get(exc.errno, exc.strerror or type(exc).__name__)
+    known = _REASONS.get(exc.errno) if exc.errno is not None else None
+    return known or exc.strerror or type(exc).__name__
 
 
 def umask() -> int:

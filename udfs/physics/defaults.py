@@ -77,11 +77,12 @@ def constants(path: Path) -> list[tuple[str, str, str]]:
     for node in ast.parse(text).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id.isupper() and node.targets[0].id not in ("ARGUMENTS", "PAGE", "HOMES"):
-            comments, i = [], node.lineno - 2
+            comments: list[str] = []
+            i = node.lineno - 2
             while i >= 0 and lines[i].lstrip().startswith("#"):
                 comments.insert(0, lines[i].lstrip("# ").rstrip())
                 i -= 1
-            found.append((node.targets[0].id, ast.get_source_segment(text, node.value), " ".join(comments)))
+            found.append((node.targets[0].id, ast.get_source_segment(text, node.value) or "", " ".join(comments)))
     return found
 
 

@@ -27,9 +27,9 @@ def _field(row, field: str, fields: set[str], what: str, how: Callable[[str], st
             value = catalog.gpu_price(row, prices[f]) if f in prices else getattr(row, f)
             if isinstance(value, tuple):
                 return ";".join(value)
-            if (value is None or value == "") and how is None:
-                return ""
             if value is None or value == "":
+                if how is None:
+                    return ""
                 raise na_error(f"the catalog has no {f} for {row.name}: {how(f)}")
             return value
     raise value_error(f"unknown {what} field {quote(field)}; valid: {', '.join(sorted(fields))}")
