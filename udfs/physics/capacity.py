@@ -356,6 +356,7 @@ def plan_for_demand(model: Model, gpu: Gpu, demand_tokens_per_sec: float, prompt
     """Copies for a demand in output tokens/s, headroom included (0: one copy)."""
     if demand_tokens_per_sec < 0:
         raise num_error("the demand must be >= 0 tokens/s")
+    eng = engine_profile(eng, gpu)          # once, for every group size tried
     plans, failures = [], []
     for n in ((n_gpus,) if n_gpus else TP_CHOICES):
         try:

@@ -19,7 +19,7 @@ functions and the report render the text from it and decide on the status only.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..physics import calibration as cal
 from ..physics import capacity, defaults, economics, serving, training
@@ -62,6 +62,7 @@ class Option:
     batch: int | None = None             # serving: sequences each copy runs at once
     per_request_tps: float | None = None  # serving: tokens/s each request sees (1000 / TPOT)
     purchase_unit: int | None = None      # owned: GPUs per system when the count was rounded up to whole systems
+    gpu_row: Gpu | None = field(default=None, repr=False, compare=False)   # the GPU itself (never looked up again)
 
     @property
     def status(self) -> Status:
@@ -169,7 +170,7 @@ def _serving_option(gpu, model, precision, shape: ServingShape, traffic, min_tps
     max_tpot_ms = 1000 / min_tps if min_tps else None
     try:
         plan = capacity.plan_for_demand(model, gpu, traffic, shape.prompt_tokens, shape.output_tokens, max_tpot_ms,
-                                        None, precision, None, shape.engine, shape.batch)
+                                        None, precision, None, resolve.engine(shape.engine, gpu), shape.batch)
     except capacity.NoFit:
         return _fail(option, Status.NO_FIT, max_per_copy=TP_SIZES[-1])
     except capacity.TooSlow as slow:
@@ -241,6 +242,7 @@ def rank(workload: str, model_or_params: Model | float, precision: Precision | s
         left_out = tier_reason(gpu, allowed)
         if left_out:                         # sized and priced all the same, so a reader can compare
             opt.reason = left_out
+        opt.gpu_row = gpu
         options.append(opt)
     key = _sort_key(workload, objective)
     options.sort(key=lambda o: (not o.ok, key(o)))

@@ -227,7 +227,7 @@ def own_vs_rent(sc: Scenario, rows: list[Row], best: Row) -> OwnVsRent | Missing
     each month, and gets the residual back at the end of the lifetime (financing not shown); renting
     pays the rate for 730 h a month per GPU serving, for the busy hours (730 x utilization) training.
     The same money (sweep.money) as every row; MissingPrice when the GPU lacks a price on either side."""
-    g = catalog.gpu(best.gpu)
+    g = best.gpu_row
     own, rent = money(sc, g, "owned"), money(sc, g, "cloud")
     if own is None or rent is None:
         return MissingPrice(g.name, best.count, "cloud" if rent is None else "owned")

@@ -16,7 +16,7 @@ breaks even against renting the same GPU are on every row.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..catalogs import catalog
 from ..physics import defaults, economics
@@ -53,6 +53,7 @@ class Row:
     batch: int | None = None                 # serving: sequences each copy runs at once
     purchase_unit: int | None = None         # owned: GPUs per system, where the count was rounded up to whole ones
     rank: int | None = None
+    gpu_row: catalog.Gpu | None = field(default=None, repr=False, compare=False)   # the GPU (never looked up again)
 
     @property
     def ok(self) -> bool:
@@ -148,7 +149,8 @@ def scenario_rate(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float
 def candidates(sc: Scenario) -> list[catalog.Gpu]:
     if sc.gpus is None:
         return list(catalog.gpus())
-    return [catalog.gpu(g) for g in sc.gpus]
+    wanted = set(sc.gpus)                 # names the scenario resolved against the catalog when it was read
+    return [g for g in catalog.gpus() if g.name in wanted]
 
 
 def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, price_scale: float = 1.0,
@@ -174,7 +176,7 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
         for opt in ranked:
             if opt.gpu not in names or (only and only[0] != opt.gpu):
                 continue
-            gpu = catalog.gpu(opt.gpu)
+            gpu = opt.gpu_row
             try:
                 rate = scenario_rate(sc, gpu, basis, price_scale)
                 if sc.serving:
@@ -201,7 +203,7 @@ PRICE_VERDICTS = (Status.OK, Status.NO_PRICE, Status.OVER_BUDGET)
 def _base_row(opt: picker.Option, basis: str, rate) -> Row:
     """The picker's option as a row, with its verdict unless only the price decided it."""
     return Row(opt.gpu, basis, opt.count, True, opt.fits, None if opt.status in PRICE_VERDICTS else opt.reason,
-               rate_note=rate[1] if rate else "no price")
+               rate_note=rate[1] if rate else "no price", gpu_row=opt.gpu_row)
 
 
 def _no_price(r: Row, basis: str) -> None:
@@ -221,13 +223,13 @@ def _training_rows(sc: Scenario, opt, basis: str, rate, deadline: float, price_s
     counts = [opt.count] + [c for c in (sc.counts or []) if c != opt.count]
     for c in counts:
         days = gpu_hours / c / 24
-        r = Row(opt.gpu, basis, c, c == opt.count, True, days=days, gpu_hours=gpu_hours)
+        r = Row(opt.gpu, basis, c, c == opt.count, True, days=days, gpu_hours=gpu_hours, gpu_row=opt.gpu_row)
         if c < min_count and min_count > deadline_count:
             r.fits = False
             r.fail(Status.NO_FIT, count=c, min_count=min_count)
         elif days > deadline * (1 + 1e-9):
             r.fail(Status.MISSES_DEADLINE, days=days, deadline=deadline)
-        m = money(sc, catalog.gpu(opt.gpu), basis, price_scale) if rate is not None else None
+        m = money(sc, opt.gpu_row, basis, price_scale) if rate is not None else None
         if m is None:
             _no_price(r, basis)
         else:
@@ -244,7 +246,7 @@ def _price(sc: Scenario, r: Row, m: Money, count: int, price_scale: float) -> No
     r.monthly_cost = m.month * count
     r.capex = m.capex * count
     r.lines = {k: v * count for k, v in m.lines.items()} if m.lines else None
-    r.breakeven_month = breakeven_month(sc, catalog.gpu(r.gpu), count, price_scale)
+    r.breakeven_month = breakeven_month(sc, r.gpu_row, count, price_scale)
 
 
 def _same_for_counts(sc: Scenario, base: Row) -> list[Row]:
@@ -264,7 +266,7 @@ def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: floa
     counts = [opt.count] + [c for c in (sc.counts or []) if c != opt.count]
     for c in counts:
         copies = c // tp
-        r = Row(opt.gpu, basis, c, c == opt.count, copies >= 1)
+        r = Row(opt.gpu, basis, c, c == opt.count, copies >= 1, gpu_row=opt.gpu_row)
         if copies < 1:
             r.fail(Status.NO_FIT, count=c, per_copy=tp)
             out.append(r)

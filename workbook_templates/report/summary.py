@@ -204,7 +204,7 @@ def _money_lines(sc: Scenario, r: Row) -> list:
         return [("GPU-hours rented" + (" a month" if sc.serving else ""), r.rented_hours, st.INT)]
     names = {"capital": "capital recovery", "networking": "scale-out network", "facility": "colocation (facility)",
              "power": "power x PUE", "opex": "opex"}
-    g = catalog.gpu(r.gpu)
+    g = r.gpu_row
     firm = ("your quote (scenario [prices])" if g.name in sc.purchase_overrides else
             f"{g.system_price_kind}, {g.system_price_as_of or 'undated'}; card: {g.price_kind or 'no card price'}"
             f"{', ' + g.price_as_of if g.price_as_of else ''}")
