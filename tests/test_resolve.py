@@ -10,6 +10,7 @@ import pytest
 
 from udfs.physics import capacity
 from udfs.catalogs import catalog, hf_config, resolve
+from udfs.planning import picker
 from udfs.api import registry
 from udfs.errors import FlopsheetError
 
@@ -108,3 +109,23 @@ def test_the_head_size_fallback_has_one_home():
     found = {p.relative_to(ROOT).as_posix(): _hidden_over_heads(p) for p in (ROOT / "udfs").rglob("*.py")}
     assert {p for p, lines in found.items() if lines} == {next(p for p in found if p.endswith("shape.py"))}
     assert len(next(v for p, v in found.items() if p.endswith("shape.py"))) == 1
+
+
+def _lookups(path: Path) -> list[str]:
+    """Calls that look a GPU or an engine up by name (catalog.gpu(...), engines.engine(...))."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and (node.func.attr, getattr(node.func.value, "id", "")) in (("gpu", "catalog"), ("engine", "engines")):
+            found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_planning_takes_resolved_gpus_and_engines():
+    """The picker, sweep, scenario and report model work on the rows resolved once: only the
+    scenario file's reader turns names into rows (when it checks them)."""
+    found = [hit for p in sorted((ROOT / "udfs" / "planning").glob("*.py")) for hit in _lookups(p)]
+    assert all(hit.startswith("scenario.py:") for hit in found), found
+    assert len(found) == 2          # candidates.gpus and workload.engine, checked as the file is read
+    opt = next(o for o in picker.rank("serve", "Llama 3.1 8B", "fp8") if o.gpu == "H100 SXM 80GB")
+    assert opt.gpu_row is catalog.gpu("H100")

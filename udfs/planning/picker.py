@@ -62,7 +62,7 @@ class Option:
     batch: int | None = None             # serving: sequences each copy runs at once
     per_request_tps: float | None = None  # serving: tokens/s each request sees (1000 / TPOT)
     purchase_unit: int | None = None      # owned: GPUs per system when the count was rounded up to whole systems
-    gpu_row: Gpu | None = field(default=None, repr=False, compare=False)   # the GPU itself (never looked up again)
+    gpu_row: Gpu = field(kw_only=True, repr=False, compare=False)   # the GPU itself (never looked up again)
 
     @property
     def status(self) -> Status:
@@ -118,7 +118,7 @@ def _fail(option: Option, status: Status, **figures) -> Option:
 
 def _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis) -> Option:
     peak = gpu.tensor_peak(precision, "training time", weight_only=False).tflops
-    option = Option(gpu.name, 0, False, None, None, None, "$", rate[1] if rate else "no price")
+    option = Option(gpu.name, 0, False, None, None, None, "$", rate[1] if rate else "no price", gpu_row=gpu)
     usable = serving.usable_gib(gpu)
     if workload in ("lora", "qlora"):
         mem = training.qlora_memory_gib(model, base_bits=16 if workload == "lora" else training.NF4_BITS)["total"]
@@ -166,7 +166,8 @@ def _gpus_for_training(model, gpu, usable, precision) -> int | None:
 
 
 def _serving_option(gpu, model, precision, shape: ServingShape, traffic, min_tps, rate, basis) -> Option:
-    option = Option(gpu.name, 0, False, None, None, None, "$ per 1M output tokens", rate[1] if rate else "no price")
+    option = Option(gpu.name, 0, False, None, None, None, "$ per 1M output tokens", rate[1] if rate else "no price",
+                    gpu_row=gpu)
     max_tpot_ms = 1000 / min_tps if min_tps else None
     try:
         plan = capacity.plan_for_demand(model, gpu, traffic, shape.prompt_tokens, shape.output_tokens, max_tpot_ms,
@@ -231,10 +232,10 @@ def rank(workload: str, model_or_params: Model | float, precision: Precision | s
             opt, monthly = _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, shape,
                                    price_basis, min_tokens_per_sec)
         except MissingFigure as gap:         # not comparable: the figure it needs is unknown
-            opt, monthly = _fail(Option(gpu.name, 0, False, None, None, None, "", ""), Status.NO_SPEC,
+            opt, monthly = _fail(Option(gpu.name, 0, False, None, None, None, "", "", gpu_row=gpu), Status.NO_SPEC,
                                  figure=gap.figure, needed_for=gap.needed_for, how=gap.how), None
         except FlopsheetError as e:          # e.g. a format the GPU has no units for: it fails, the others rank
-            opt, monthly = _fail(Option(gpu.name, 0, False, None, None, None, "", ""), Status.NO_SPEC,
+            opt, monthly = _fail(Option(gpu.name, 0, False, None, None, None, "", "", gpu_row=gpu), Status.NO_SPEC,
                                  detail=e.message), None
         if opt.ok and budget_usd and monthly and monthly > budget_usd:
             _fail(opt, Status.OVER_BUDGET, cost=monthly, budget=budget_usd,
@@ -242,7 +243,6 @@ def rank(workload: str, model_or_params: Model | float, precision: Precision | s
         left_out = tier_reason(gpu, allowed)
         if left_out:                         # sized and priced all the same, so a reader can compare
             opt.reason = left_out
-        opt.gpu_row = gpu
         options.append(opt)
     key = _sort_key(workload, objective)
     options.sort(key=lambda o: (not o.ok, key(o)))

@@ -57,7 +57,7 @@ class Scenario:
     headroom: float = defaults.HEADROOM
     batch: int | None = None           # serving: an override; None = the largest that fits and meets the target
     prompt_tokens_per_request: float = defaults.PROMPT_TOKENS
-    engine: str = ""                   # serving engine; blank = the GPU's default (engines.DEFAULT_ENGINE_TEXT)
+    engine: engines.Engine | None = None   # serving engine, resolved; None = the GPU's default (DEFAULT_ENGINE_TEXT)
     daily_users: float | None = None
     requests_per_user_per_day: float | None = None
     peak_to_average: float | None = None
@@ -137,7 +137,7 @@ class Scenario:
                      Input("Burst headroom", self.headroom, share=True),
                      ("Prompt tokens per request", self.prompt_tokens_per_request, ""),
                      ("Output tokens/s provisioned", self.traffic_tokens_per_sec, "requests/min / 60 x tokens x (1 + headroom)"),
-                     ("Inference engine", self.engine or engines.DEFAULT_ENGINE_TEXT, ""),
+                     ("Inference engine", self.engine.name if self.engine else engines.DEFAULT_ENGINE_TEXT, ""),
                      ("Concurrent requests per copy (batch)", self.batch or "auto",
                       "" if self.batch else "largest the KV cache holds and the latency target allows"),
                      Input("Average traffic as a share of the peak", self.average_load,
@@ -449,6 +449,6 @@ def _serving(w: dict, sc: Scenario):
     engine = _text(w, "engine", "workload.")
     if engine:
         try:
-            sc.engine = engines.engine(engine).name
+            sc.engine = engines.engine(engine)
         except FlopsheetError as e:
             raise ScenarioError(f"workload.engine: {e.message}") from None

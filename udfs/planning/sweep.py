@@ -53,7 +53,7 @@ class Row:
     batch: int | None = None                 # serving: sequences each copy runs at once
     purchase_unit: int | None = None         # owned: GPUs per system, where the count was rounded up to whole ones
     rank: int | None = None
-    gpu_row: catalog.Gpu | None = field(default=None, repr=False, compare=False)   # the GPU (never looked up again)
+    gpu_row: catalog.Gpu = field(kw_only=True, repr=False, compare=False)   # the GPU (never looked up again)
 
     @property
     def ok(self) -> bool:
