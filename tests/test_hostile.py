@@ -406,3 +406,41 @@ def test_the_cli_quotes_a_prefix_of_a_long_argument():
     proc = flopsheet("calc", "GPU_MEMORY", "Z" * 100_000)
     assert_clear_failure(proc)
     assert len(proc.stderr) <= 501 and "ZZZZ" in proc.stderr
+
+
+# ---------------------------------------------------------------- issue 23 item 5: catalog text is text
+FORMULA_NAMES = ["=40+2", '=HYPERLINK("http://example.invalid","click")', "@SUM(1)", "+1+1", "-2+3"]
+
+
+@pytest.fixture
+def hostile_catalog(tmp_path):
+    """A private catalog of GPUs named like formulas (copies of the packaged H100 SXM row)."""
+    import csv
+    rows = list(csv.DictReader((ROOT / "udfs" / "data" / "gpus.csv").open(encoding="utf-8")))
+    h100 = next(r for r in rows if r["name"].startswith("H100 SXM"))
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    with (folder / "gpus.csv").open("w", encoding="utf-8", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=list(h100))
+        out.writeheader()
+        for name in FORMULA_NAMES:
+            out.writerow({**h100, "name": name, "aliases": ""})
+    return folder
+
+
+def test_catalog_names_that_look_like_formulas_are_written_as_text(tmp_path, hostile_catalog):
+    import openpyxl
+    env = dict(os.environ, FLOPSHEET_CATALOG=str(hostile_catalog))
+    proc = flopsheet("templates", "--out", tmp_path / "wb", env=env)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    seen = set()
+    for path in sorted((tmp_path / "wb").glob("*.xlsx")):
+        for ws in openpyxl.load_workbook(path).worksheets:
+            for row in ws.iter_rows():
+                for cell in row:
+                    if cell.value in FORMULA_NAMES:
+                        assert cell.data_type == "s", (path.name, ws.title, cell.coordinate, cell.value)
+                        seen.add((path.name, cell.value))
+                    elif cell.data_type == "f":
+                        assert "40+2" not in cell.value and "HYPERLINK" not in cell.value, (path.name, cell.value)
+    assert {n for wb, n in seen if wb == "gpu_comparison.xlsx"} == set(FORMULA_NAMES)

@@ -113,6 +113,16 @@ def write_text(cell, text):
     return cell
 
 
+def write_value(cell, value):
+    """The one way a template writes a value that is not its own formula (a catalog name, a
+    scenario text, a number): str always as text, so a private catalog GPU named '=40+2' or
+    '=HYPERLINK(...)' is a name in the cell, never a live formula. Returns the cell."""
+    if isinstance(value, str):
+        return write_text(cell, value)
+    cell.value = value
+    return cell
+
+
 def atomic_save(wb: Workbook, path: str | os.PathLike):
     """Write to a temporary file beside the target, then rename over it: an interrupted run
     never leaves a half-written workbook. Every formula cell is saved with its computed value
@@ -204,10 +214,11 @@ class Book:
         """An input cell: yellow, unlocked, named, validated, with an input message."""
         if label:
             ws.cell(row=row, column=label_col, value=label)
+        user = name in self.overrides
         value = self.overrides.pop(name, value)
         cell = ws.cell(row=row, column=col)
-        if text or (isinstance(value, str) and choices):
-            write_text(cell, value)
+        if text or user or (isinstance(value, str) and choices):
+            write_value(cell, value)    # a user's or preset's value is never a formula
         else:
             cell.value = value
         st.style_input(cell, fmt)
@@ -415,4 +426,5 @@ def num(x):
     return None if x is None else x
 
 
-__all__ = ["Book", "C", "Expr", "Check", "Lit", "write_text", "atomic_save", "product", "literal", "ADDIN_SHEET"]
+__all__ = ["Book", "C", "Expr", "Check", "Lit", "write_text", "write_value", "atomic_save", "product", "literal",
+           "ADDIN_SHEET"]

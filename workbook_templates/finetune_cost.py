@@ -7,7 +7,7 @@ from __future__ import annotations
 from openpyxl.chart import BarChart, Reference
 
 from . import styles as st
-from .common import Book, Lit, product
+from .common import Book, Lit, product, write_value
 
 KEY = "finetune_cost"
 FILENAME = "finetune_cost.xlsx"
@@ -111,7 +111,7 @@ def build(path, inputs: dict | None = None) -> Book:
     from openpyxl.utils import get_column_letter as L
     for j, (mname, prec, optim, frac, rel) in enumerate(METHODS, start=1):
         r = 16 + j
-        ws.cell(row=r, column=1, value=mname)
+        write_value(ws.cell(row=r, column=1), mname)
         p = book.input(ws, r, "", f"Method{j}_Precision", prec, choices="CatPrecisionNames", col=2)
         oz = book.input(ws, r, "", f"Method{j}_Optimizer", optim, choices="ListOptimizers", col=3)
         fr = book.input(ws, r, "", f"Method{j}_Adapter", frac, fmt="0.00", col=4,

@@ -8,7 +8,7 @@ from openpyxl.chart import Reference
 from udfs.catalogs import catalog
 
 from . import styles as st
-from .common import Book, C, Lit
+from .common import Book, C, Lit, write_value
 
 KEY = "gpu_comparison"
 FILENAME = "gpu_comparison.xlsx"
@@ -76,8 +76,8 @@ def build(path, inputs: dict | None = None) -> Book:
     priced = sum(1 for g in gpus if card(g))
     for i, g in enumerate(gpus):
         r = top + 1 + i
-        ws.cell(row=r, column=1, value=g.name)
-        ws.cell(row=r, column=2, value=g.vendor)
+        write_value(ws.cell(row=r, column=1), g.name)
+        write_value(ws.cell(row=r, column=2), g.vendor)
         name = C(ws.title, f"A{r}", name=True)
 
         def look(col, attr, fmt, r=r, name=g.name):

@@ -10,7 +10,7 @@ from udfs.catalogs import catalog
 
 from . import styles as st
 from .catalog_sheets import cheapest
-from .common import Book, C
+from .common import Book, C, write_value
 
 KEY = "training_budget"
 FILENAME = "training_budget.xlsx"
@@ -124,7 +124,7 @@ def build(path, inputs: dict | None = None) -> Book:
     book.section(ws, top - 1, "Cost of this run by GPU (cheapest current catalog prices)", header=header)
     for i, g in enumerate(gpus):
         r = top + 1 + i
-        ws.cell(row=r, column=1, value=g.name)
+        write_value(ws.cell(row=r, column=1), g.name)
         name = C(ws.title, f"A{r}", name=True)
         row_od = book.glue(ws, f"B{r}", f"INDEX(CatGpu_od_usd_per_gpu_hour,MATCH(A{r},CatGpuNames,0))",
                            lambda get, n=g.name: cheapest(n, "on-demand"), fmt=st.USD, label=f"{g.name} on-demand")
