@@ -143,10 +143,24 @@ def get_value(get, book, name):
 
 
 def test_lesson_example_inference_plan(built_workbooks):
+    from udfs.catalogs import catalog
+    from workbook_templates.catalog_sheets import cheapest
     _, ip = _reader(built_workbooks["out"] / "inference_plan.xlsx")
     book = built_workbooks["books"][("inference_plan", "default")]
     need = next(c for c in book.checks if c.label == "Tokens/s needed")
     assert ip(need.cell) == pytest.approx(4000)
+    # prices default to today's catalog for the GPU chosen; the lesson's are the preset
+    h100 = catalog.gpu("H100 SXM 80GB")
+    assert get_value(ip, book, "IP_CloudRate") == cheapest(h100.name, "on-demand")
+    assert get_value(ip, book, "IP_HardwareCost") == catalog.gpu_price(h100, "system")
+    assert get_value(ip, book, "IP_PowerW") == h100.tdp_w
+    lesson = built_workbooks["books"][("inference_plan", "lesson")]
+    wb, get = _reader(built_workbooks["out"] / "inference_plan_lesson.xlsx")
+    assert [get_value(get, lesson, k) for k in ("IP_CloudRate", "IP_HardwareCost", "IP_PowerW")] == [3.2, 30000, 700]
+    bad = [c.label for c in lesson.checks if not same_number(get(c.cell), c.expected(get))]
+    assert not bad, bad[:5]
+    cloud = next(c for c in lesson.checks if c.label == "Monthly cost, cloud")
+    assert get(cloud.cell) == pytest.approx(8 * 3.20 * 730)        # one 8-GPU instance at the lesson's rate
 
 
 @pytest.mark.parametrize("name", wt.NAMES)

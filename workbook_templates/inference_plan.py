@@ -1,20 +1,36 @@
-"""Inference serving plan: traffic and latency target to per-GPU decode speed (the lesson's
-bandwidth-bound estimate), GPUs and instances with burst headroom, memory fit, monthly
-cost owned vs cloud, cost per 1M tokens and a comparison with an API price."""
+"""Inference serving plan: traffic and latency target to the GPUs the serving model needs
+(GPUS_FOR_TRAFFIC's model in native formulas: serving_calc), beside the lesson's bandwidth-bound
+batch-1 estimate; memory fit, monthly cost owned vs cloud, cost per 1M tokens and a comparison
+with an API price."""
 
 from __future__ import annotations
 
 from openpyxl.chart import Reference
 
+from udfs.physics.economics import Ownership
+
+from . import serving_calc
+from . import serving_figures as sf
 from . import styles as st
-from .common import Book, Expr, Lit, product
+from .cloud_vs_own import lookup
+from .common import Book, C, Check, Expr, Lit, product
 
 KEY = "inference_plan"
 FILENAME = "inference_plan.xlsx"
 TITLE = "Inference serving plan"
 
-ALT_INPUTS = {"IP_RPM": 2500, "IP_OutTokens": 350, "IP_InTokens": 1200, "IP_Headroom": 0.3, "IP_Latency": 8,
-              "IP_Model": "Llama 3.1 8B", "IP_Precision": "int8", "IP_GPU": "L40S 48GB", "IP_Batch": 8,
+GPU_CELL = "B12"        # the gpu input: the price defaults follow it
+# defaults: today's catalog for the GPU chosen (as cloud_vs_own and the report: all-in price per GPU in a
+# server, TDP, cheapest current on-demand rate; "n/a" where the catalog has none)
+CATALOG_INPUTS = {"IP_CloudRate": "=" + lookup("od_usd_per_gpu_hour", GPU_CELL),
+                  "IP_HardwareCost": "=" + lookup("system_price_usd", GPU_CELL),
+                  "IP_PowerW": "=" + lookup("tdp_w", GPU_CELL)}
+# the lesson's worked example, its prices included: an H100 at $30,000 and 700 W, $3.20/GPU-hour
+PRESETS = {"lesson": {"IP_CloudRate": 3.20, "IP_HardwareCost": 30000, "IP_PowerW": 700, "IP_Kwh": 0.12,
+                      "IP_Lifetime": 3, "IP_Utilization": 0.7}}
+
+ALT_INPUTS = {"requests_per_minute": 2500, "output_tokens": 350, "prompt_tokens": 1200, "IP_Headroom": 0.3,
+              "IP_Latency": 8, "model": "Llama 3.1 8B", "precision": "int8", "gpu": "L40S 48GB", "IP_Batch": 8,
               "IP_Efficiency": 0.6, "IP_GPUsPerInstance": 4, "IP_CloudRate": 1.86, "IP_HardwareCost": 9000,
               "IP_PowerW": 350, "IP_Utilization": 0.5, "IP_ApiIn": 0.5, "IP_ApiOut": 1.5, "IP_HoursPerMonth": 720}
 
@@ -24,59 +40,73 @@ def build(path, inputs: dict | None = None) -> Book:
     from udfs.api.functions import economics as e
     book = Book(KEY, TITLE,
                 "Plan the GPUs for serving a model: from traffic (requests per minute, tokens per request) and a "
-                "latency target to decode speed per GPU, GPUs and instances with burst headroom, memory fit, "
-                "monthly cost owned vs cloud, cost per 1M tokens, and what the same traffic costs on an API.",
+                "latency target to the serving model's batch, throughput per model copy and GPUs (the same model as "
+                "the GPUS_FOR_TRAFFIC worksheet function, in native formulas), beside the lesson's batch-1 "
+                "estimate; memory fit, monthly cost owned vs cloud, cost per 1M tokens, and what the same traffic "
+                "costs on an API.",
                 ["Type the traffic: requests per minute, output and input tokens per request, burst headroom and "
                  "the latency target for one response.",
-                 "Choose the model, precision and GPU; set the batch size (sequences decoded together) and the "
-                 "bandwidth efficiency.",
-                 "Type the cloud price per GPU-hour, or the purchase price and power of an owned GPU, and the API "
-                 "prices to compare with.",
-                 "Defaults are the lesson's: 1,000 requests/min x 200 tokens + 20% = 4,000 tokens/s; a 7B model "
-                 "in FP16 on an H100 decodes ~167 tokens/s at batch 1."],
+                 "Choose the model, precision, GPU and inference engine. The 'Serving calculation' sheet shows "
+                 "every step: KV fit, time per output token by batch, the batch kept and the copies needed.",
+                 "The cloud price per GPU-hour, the owned GPU's all-in price and power default to today's catalog "
+                 "for the GPU chosen (the report's figures); type over them, and type the API prices to compare "
+                 "with. The lesson's prices ($3.20/GPU-hour, $30,000, 700 W) are the preset "
+                 "flopsheet templates --preset lesson.",
+                 "The lesson's batch-1 estimate (batch size and bandwidth efficiency are its inputs) stays beside "
+                 "the serving model: 1,000 requests/min x 200 tokens + 20% = 4,000 tokens/s; a 7B model in FP16 "
+                 "on an H100 decodes ~167 tokens/s at batch 1."],
                 ["Memory in GB of GPU memory (2^30 bytes); model files in GB (10^9 bytes).", "Speed in tokens per "
                  "second (tok/s); latency in milliseconds per token.", "Money in US dollars; a month is 730 hours "
                  "unless you change it."],
                 inputs=inputs)
     ws = book.sheet("Serving", "Inference serving plan",
-                    "Decode speed is the lesson's bandwidth-bound estimate: batch x bandwidth x efficiency / model "
-                    "size. Memory is the lesson's inference estimate (weights + 20% for the KV cache).")
+                    "GPUs needed: the serving model (continuous batching, KV cache, engine; see 'Serving "
+                    "calculation'). "
+                    "The lesson's estimate: batch x bandwidth x efficiency / model size, memory = weights + 20%.")
     book.section(ws, 4, "Inputs")
     inp = {}
     spec = [
-        ("IP_RPM", "Requests per minute", 1000, "#,##0", "requests/min", None),
-        ("IP_OutTokens", "Output tokens per request", 200, "#,##0", "tokens", None),
-        ("IP_InTokens", "Input (prompt) tokens per request", 500, "#,##0", "tokens", None),
+        ("requests_per_minute", "Requests per minute", 1000, "#,##0", "requests/min", None),
+        ("output_tokens", "Output tokens per request", 200, "#,##0", "tokens", None),
+        ("prompt_tokens", "Input (prompt) tokens per request", 500, "#,##0", "tokens", None),
         ("IP_Headroom", "Burst headroom", 0.2, st.FRACTION, "", None),
         ("IP_Latency", "Latency target per response", 5, "0.0", "s", None),
-        ("IP_Model", "Model (or a parameter count)", "Llama 2 7B", None, "", "CatModelNames"),
-        ("IP_Precision", "Precision", "fp16", None, "", "CatPrecisionNames"),
-        ("IP_GPU", "GPU", "H100 SXM 80GB", None, "", "CatGpuNames"),
-        ("IP_Batch", "Batch size (sequences decoded together)", 1, "#,##0", "sequences", None),
-        ("IP_Efficiency", "Bandwidth efficiency", 0.7, st.FRACTION, "", None),
-        ("IP_Headroom_GB", "Memory kept free per GPU", 5, st.GB, "GB", None),
+        ("model", "Model (or a parameter count)", "Llama 2 7B", None, "", "CatModelNames"),
+        ("precision", "Precision", "fp16", None, "", "CatPrecisionNames"),
+        ("gpu", "GPU", "H100 SXM 80GB", None, "", "CatGpuNames"),
+        ("engine", "Inference engine", sf.DEFAULT_ENGINE, None, "", "ListEngines"),
+        ("IP_Batch", "Lesson's estimate: batch size", 1, "#,##0", "sequences", None),
+        ("IP_Efficiency", "Lesson's estimate: bandwidth efficiency", 0.7, st.FRACTION, "", None),
+        ("IP_Headroom_GB", "Lesson's estimate: memory kept free per GPU", 5, st.GB, "GB", None),
         ("IP_GPUsPerInstance", "GPUs per instance", 8, "0", "GPUs", None),
-        ("IP_CloudRate", "Cloud price per GPU-hour", 3.20, st.USD, "$/GPU-hour", None),
-        ("IP_HardwareCost", "Owned: purchase price per GPU", 30000, st.USD0, "$", None),
-        ("IP_PowerW", "Owned: power per GPU", 700, "#,##0", "W", None),
-        ("IP_Kwh", "Owned: electricity price", 0.12, '"$"0.000', "$/kWh", None),
-        ("IP_Lifetime", "Owned: lifetime", 3, "0.0", "years", None),
-        ("IP_Utilization", "Owned: utilization", 0.7, st.FRACTION, "", None),
+        ("IP_CloudRate", "Cloud price per GPU-hour", CATALOG_INPUTS["IP_CloudRate"], st.USD, "$/GPU-hour", None),
+        ("IP_HardwareCost", "Owned: purchase price per GPU (all-in)", CATALOG_INPUTS["IP_HardwareCost"], st.USD0, "$",
+         None),
+        ("IP_PowerW", "Owned: power per GPU", CATALOG_INPUTS["IP_PowerW"], "#,##0", "W", None),
+        ("IP_Kwh", "Owned: electricity price", Ownership.usd_per_kwh, '"$"0.000', "$/kWh", None),
+        ("IP_Lifetime", "Owned: lifetime", Ownership.lifetime_years, "0.0", "years", None),
+        ("IP_Utilization", "Owned: utilization", Ownership.utilization, st.FRACTION, "", None),
         ("IP_HoursPerMonth", "Hours per month", 730, "#,##0", "hours", None),
         ("IP_ApiIn", "API price, input tokens", 3.0, st.USD, "$ per 1M", None),
         ("IP_ApiOut", "API price, output tokens", 15.0, st.USD, "$ per 1M", None),
     ]
-    args_of = {"IP_RPM": None, "IP_Headroom": None, "IP_Efficiency": cm.EFFICIENCY, "IP_Batch": cm.BATCH,
-               "IP_CloudRate": cm.CLOUD_USD_PER_GPU_HOUR, "IP_HardwareCost": cm.HARDWARE_COST_USD, "IP_PowerW": cm.POWER_W,
-               "IP_Kwh": cm.USD_PER_KWH, "IP_Lifetime": cm.LIFETIME_YEARS, "IP_Utilization": e.UTIL_DEFAULT}
+    args_of = {"requests_per_minute": None, "IP_Headroom": None, "IP_Efficiency": cm.EFFICIENCY,
+               "IP_Batch": cm.BATCH, "IP_CloudRate": cm.CLOUD_USD_PER_GPU_HOUR,
+               "IP_HardwareCost": cm.HARDWARE_COST_USD, "IP_PowerW": cm.POWER_W, "IP_Kwh": cm.USD_PER_KWH,
+               "IP_Lifetime": cm.LIFETIME_YEARS, "IP_Utilization": e.UTIL_DEFAULT}
     for r, (name, label, value, fmt, unit, choices) in enumerate(spec, start=5):
         inp[name] = book.input(ws, r, label, name, value, fmt=fmt, unit=unit, choices=choices, arg=args_of.get(name),
-                             allow_other=name == "IP_Model",
-                             help="Catalog model name, or type a parameter count." if name == "IP_Model" else "",
-                             whole=name in ("IP_GPUsPerInstance",))
-    gpu = inp["IP_GPU"]
+                               allow_other=name == "model",
+                               help="Catalog model name, or type a parameter count." if name == "model" else "",
+                               whole=name in ("IP_GPUsPerInstance",))
+    gpu = inp["gpu"]
+    assert gpu.coord == GPU_CELL
+    rpm, tin, tout = inp["requests_per_minute"], inp["prompt_tokens"], inp["output_tokens"]
+    calc = serving_calc.build(book, serving_calc.Inputs(
+        inp["model"], gpu, inp["precision"], inp["engine"], rpm, tin, tout, inp["IP_Headroom"], inp["IP_Latency"]))
+    sf.write(book)
     top = 5 + len(spec) + 1          # results
-    book.section(ws, top, "Results")
+    book.section(ws, top, "Results: the serving model (the same as GPUS_FOR_TRAFFIC)")
     res = {}
     r = top + 1
 
@@ -89,72 +119,96 @@ def build(path, inputs: dict | None = None) -> Book:
         r += 1
         return coord
 
-    params = book.params(ws, row("Parameters", "parameters"), inp["IP_Model"])
+    res["gpus_needed"] = _serving(book, ws, row, inp, calc)
+    lesson_gpus = row("The lesson's estimate: GPUs for the throughput (batch x bandwidth / size)", "GPUs")
+    per = inp["IP_GPUsPerInstance"]
+    need_ref, per_ref = res["gpus_needed"].coord, per.coord
+    res["inst"] = book.glue(ws, row("Instances needed (serving model)", "instances"),
+                            f'IF(ISNUMBER({need_ref}),ROUNDUP({need_ref}/{per_ref},0),"-")',
+                            lambda get: _instances(get(res["gpus_needed"]), get(per)), fmt="#,##0", key=True,
+                            label="Instances needed")
+    inst = res["inst"]
+    res["gpus"] = book.glue(ws, row("GPUs provisioned (instances x GPUs)", "GPUs"),
+                            f'IF(ISNUMBER({inst.coord}),{inst.coord}*{per_ref},"-")',
+                            lambda get: get(inst) * get(per) if isinstance(get(inst), (int, float)) else "-",
+                            fmt="#,##0", label="GPUs provisioned")
+    r += 1
+    book.section(ws, r, "The lesson's estimate (bandwidth-bound decode at the batch you type)")
+    r += 1
+    params = book.params(ws, row("Parameters", "parameters"), inp["model"])
     res["size"] = book.calc(ws, row("Model file size", "GB (10^9 bytes)"), "MODEL_SIZE_GB",
-                          {"model_or_params": params, "precision": inp["IP_Precision"]}, fmt='0.0" GB"', label="Model size")
-    res["tps"] = book.calc(ws, row("Decode speed per GPU", "tok/s"), "GPU_TOKENS_PER_SEC",
-                         {"gpu_or_bandwidth": gpu, "model_size_gb": res["size"], "batch": inp["IP_Batch"],
-                          "efficiency": inp["IP_Efficiency"]}, fmt=st.TOK_S, key=True, label="Tokens/s per GPU")
-    res["lat"] = book.calc(ws, row("Latency per token", "ms/token"), "TOKEN_LATENCY_MS",
-                         {"gpu_or_bandwidth": gpu, "model_size_gb": res["size"], "batch": inp["IP_Batch"],
-                          "efficiency": inp["IP_Efficiency"]}, fmt=st.MS, label="Token latency")
+                            {"model_or_params": params, "precision": inp["precision"]}, fmt='0.0" GB"',
+                            label="Model size")
+    res["tps"] = book.calc(ws, row("Decode speed per GPU (lesson)", "tok/s"), "GPU_TOKENS_PER_SEC",
+                           {"gpu_or_bandwidth": gpu, "model_size_gb": res["size"], "batch": inp["IP_Batch"],
+                            "efficiency": inp["IP_Efficiency"]}, fmt=st.TOK_S, label="Tokens/s per GPU")
+    res["lat"] = book.calc(ws, row("Latency per token (lesson)", "ms/token"), "TOKEN_LATENCY_MS",
+                           {"gpu_or_bandwidth": gpu, "model_size_gb": res["size"], "batch": inp["IP_Batch"],
+                            "efficiency": inp["IP_Efficiency"]}, fmt=st.MS, label="Token latency")
     res["need"] = book.calc(ws, row("Throughput needed (with headroom)", "tok/s"), "TOKENS_PER_SEC_NEEDED",
-                          {"requests_per_minute": inp["IP_RPM"], "tokens_per_request": inp["IP_OutTokens"],
-                           "headroom": inp["IP_Headroom"]}, fmt=st.TOK_S, key=True, label="Tokens/s needed")
+                            {"requests_per_minute": rpm, "tokens_per_request": tout,
+                             "headroom": inp["IP_Headroom"]}, fmt=st.TOK_S, label="Tokens/s needed")
     res["per_req"] = book.calc(ws, row("Speed one response needs for the latency target", "tok/s"),
-                             "TOKENS_PER_SEC_PER_REQUEST", {"tokens_per_request": inp["IP_OutTokens"],
-                                                            "latency_s": inp["IP_Latency"]},
-                             fmt=st.TOK_S, label="Tokens/s per request")
+                               "TOKENS_PER_SEC_PER_REQUEST", {"tokens_per_request": tout,
+                                                              "latency_s": inp["IP_Latency"]},
+                               fmt=st.TOK_S, label="Tokens/s per request")
     lat = res["lat"]
-    res["meets"] = book.glue(ws, row("Meets the latency target?"), f'IF(1000/{lat.coord}>={res["per_req"].coord},'
-                           f'"Yes","No")', lambda get: "Yes" if 1000 / get(lat) >= get(res["per_req"]) else "No",
-                           label="Meets latency")
-    res["gpus_tp"] = book.calc(ws, row("GPUs needed for the throughput", "GPUs"), "INSTANCES_NEEDED",
-                             {"tokens_per_sec_needed": res["need"], "tokens_per_sec_per_instance": res["tps"]},
-                             fmt="#,##0", key=True, label="GPUs needed")
-    res["inst"] = book.calc(ws, row("Instances needed", "instances"), "INSTANCES_NEEDED",
-                          {"tokens_per_sec_needed": res["need"],
-                           "tokens_per_sec_per_instance": product(res["tps"], inp["IP_GPUsPerInstance"])},
-                          fmt="#,##0", key=True, label="Instances needed")
-    res["mem"] = book.calc(ws, row("Memory to serve (weights + KV allowance)", "GB"), "GPU_MEMORY",
-                         {"model_or_params": params, "precision": inp["IP_Precision"], "optimizer": Lit("none")},
-                         fmt=st.GB, label="Memory to serve")
-    res["copy"] = book.calc(ws, row("GPUs to hold one copy of the model", "GPUs"), "GPUS_NEEDED",
-                          {"memory_gb": res["mem"], "gpu_or_capacity": gpu, "headroom_gb": inp["IP_Headroom_GB"]},
-                          fmt="#,##0", label="GPUs per model copy")
-    res["fits"] = book.glue(ws, row("Fits on one GPU?"), f'IF({res["copy"].coord}=1,"Yes","No")',
-                          lambda get: "Yes" if get(res["copy"]) == 1 else "No", label="Fits on one GPU")
-    inst, per = res["inst"], inp["IP_GPUsPerInstance"]
-    res["gpus"] = book.glue(ws, row("GPUs provisioned (instances x GPUs)", "GPUs"), f"{inst.coord}*{per.coord}",
-                          lambda get: get(inst) * get(per), fmt="#,##0", label="GPUs provisioned")
+    res["meets"] = book.glue(ws, row("Meets the latency target? (lesson)"),
+                             f'IF(1000/{lat.coord}>={res["per_req"].coord},"Yes","No")',
+                             lambda get: "Yes" if 1000 / get(lat) >= get(res["per_req"]) else "No",
+                             label="Meets latency")
+    res["gpus_tp"] = book.calc(ws, lesson_gpus, "INSTANCES_NEEDED",
+                               {"tokens_per_sec_needed": res["need"], "tokens_per_sec_per_instance": res["tps"]},
+                               fmt="#,##0", label="Lesson's GPUs")
+    res["mem"] = book.calc(ws, row("Memory to serve (weights + 20% for the KV cache)", "GB"), "GPU_MEMORY",
+                           {"model_or_params": params, "precision": inp["precision"], "optimizer": Lit("none")},
+                           fmt=st.GB, label="Memory to serve")
+    res["copy"] = book.calc(ws, row("GPUs to hold one copy of the model (lesson)", "GPUs"), "GPUS_NEEDED",
+                            {"memory_gb": res["mem"], "gpu_or_capacity": gpu, "headroom_gb": inp["IP_Headroom_GB"]},
+                            fmt="#,##0", label="GPUs per model copy (lesson)", addin=False)
+    # not repeated on the add-in sheet: the defined name gpus_needed (the headline) has the worksheet
+    # function's spelling, and LibreOffice reads GPUS_NEEDED( there as the name
+    res["fits"] = book.glue(ws, row("Fits on one GPU? (lesson)"), f'IF({res["copy"].coord}=1,"Yes","No")',
+                            lambda get: "Yes" if get(res["copy"]) == 1 else "No", label="Fits on one GPU")
+    r += 1
+    book.section(ws, r, "Cost (for the serving model's GPUs)")
+    r += 1
     hours = inp["IP_HoursPerMonth"]
+    cloud_rate, hw, power = inp["IP_CloudRate"].coord, inp["IP_HardwareCost"].coord, inp["IP_PowerW"].coord
+    # nothing fits, or the catalog has no price for the GPU: the costs say n/a
+    no_gpus = f"NOT(AND(ISNUMBER({res['gpus'].coord}),ISNUMBER({cloud_rate})))"
+    no_owned = f"NOT(AND(ISNUMBER({res['gpus'].coord}),ISNUMBER({hw}),ISNUMBER({power})))"
+    no_price = f"NOT(AND(ISNUMBER({hw}),ISNUMBER({power})))"
     res["cloud_m"] = book.calc(ws, row("Monthly cost, cloud", "$/month"), "JOB_COST",
                              {"usd_per_hour": product(res["gpus"], inp["IP_CloudRate"]), "hours": hours},
-                             fmt=st.USD0, key=True, label="Monthly cost, cloud")
+                             fmt=st.USD0, key=True, label="Monthly cost, cloud", unless=no_gpus)
+    book.define("monthly_cost_usd", res["cloud_m"])
     res["owned_h"] = book.calc(ws, row("Owned cost per used GPU-hour", "$/GPU-hour"), "OWNED_COST_PER_GPU_HOUR",
                              {"hardware_cost_usd": inp["IP_HardwareCost"], "lifetime_years": inp["IP_Lifetime"],
                               "power_w": inp["IP_PowerW"], "usd_per_kwh": inp["IP_Kwh"],
-                              "utilization": inp["IP_Utilization"]}, fmt=st.USD, label="Owned $/GPU-hour")
+                              "utilization": inp["IP_Utilization"]}, fmt=st.USD, label="Owned $/GPU-hour",
+                             unless=no_price)
     res["owned_m"] = book.calc(ws, row("Monthly cost, owned (used hours)", "$/month"), "JOB_COST",
                              {"usd_per_hour": product(res["gpus"], res["owned_h"]),
                               "hours": product(hours, inp["IP_Utilization"])},
-                             fmt=st.USD0, key=True, label="Monthly cost, owned")
+                             fmt=st.USD0, key=True, label="Monthly cost, owned", unless=no_owned)
     res["c1m"] = book.calc(ws, row("Owned cost per 1M output tokens (lesson model)", "$ per 1M"),
                          "COST_PER_1M_TOKENS",
                          {"hardware_cost_usd": inp["IP_HardwareCost"], "utilization": inp["IP_Utilization"],
                           "tokens_per_sec": res["tps"], "lifetime_years": inp["IP_Lifetime"],
                           "usd_per_kwh": inp["IP_Kwh"], "power_w": inp["IP_PowerW"]},
-                         fmt='"$"#,##0.0000', label="Owned $ per 1M output tokens")
-    rpm, tin, tout = inp["IP_RPM"], inp["IP_InTokens"], inp["IP_OutTokens"]
+                         fmt='"$"#,##0.0000', label="Owned $ per 1M output tokens", unless=no_price)
     res["tok_m"] = book.glue(ws, row("Tokens per month (input + output)", "tokens"),
                            f"{rpm.coord}*60*{hours.coord}*({tin.coord}+{tout.coord})",
                            lambda get: get(rpm) * 60 * get(hours) * (get(tin) + get(tout)), fmt="#,##0",
                            label="Tokens per month")
     res["share"] = book.glue(ws, row("Input share of tokens"), f"{tin.coord}/({tin.coord}+{tout.coord})",
                            lambda get: get(tin) / (get(tin) + get(tout)), fmt="0.0%", label="Input share")
+    cloud_m_ref = res["cloud_m"].coord
     res["cloud_1m"] = book.glue(ws, row("Cloud cost per 1M tokens served (all tokens)", "$ per 1M"),
-                              f'{res["cloud_m"].coord}/{res["tok_m"].coord}*1000000',
-                              lambda get: get(res["cloud_m"]) / get(res["tok_m"]) * 1e6, fmt='"$"#,##0.0000',
+                                f'IF(ISNUMBER({cloud_m_ref}),{cloud_m_ref}/{res["tok_m"].coord}*1000000,"n/a")',
+                              lambda get: get(res["cloud_m"]) / get(res["tok_m"]) * 1e6
+                              if isinstance(get(res["cloud_m"]), (int, float)) else "n/a", fmt='"$"#,##0.0000',
                               label="Cloud $ per 1M tokens")
     res["api_m"] = book.calc(ws, row("API: monthly cost for the same tokens", "$/month"), "API_MONTHLY_COST",
                            {"tokens_per_month": res["tok_m"], "input_share": res["share"],
@@ -165,33 +219,21 @@ def build(path, inputs: dict | None = None) -> Book:
     res["api_be"] = book.calc(ws, row("Self-hosting (cloud) beats the API above", "tokens/month"),
                             "API_BREAKEVEN_TOKENS", {"self_host_usd_per_month": res["cloud_m"],
                                                      "api_usd_per_1m_tokens": blended},
-                            fmt="#,##0", label="API break-even tokens/month")
+                            fmt="#,##0", label="API break-even tokens/month",
+                            unless=f'NOT(ISNUMBER({res["cloud_m"].coord}))')
     cm_, om, am = res["cloud_m"], res["owned_m"], res["api_m"]
     book.glue(ws, row("Cheapest option this month"),
+              # MIN skips a cost that says n/a (no price in the catalog, or nothing fits)
               f'IF(MIN({cm_.coord},{om.coord},{am.coord})={cm_.coord},"Cloud",'
               f'IF(MIN({cm_.coord},{om.coord},{am.coord})={om.coord},"Owned","API"))',
-              lambda get: ("Cloud" if min(get(cm_), get(om), get(am)) == get(cm_) else
-                           "Owned" if min(get(cm_), get(om), get(am)) == get(om) else "API"),
+              lambda get: _cheapest(get(cm_), get(om), get(am)),
               key=True, label="Cheapest")
     # architecture-aware costs per input/output token exist as worksheet functions only
     for fn, label in (("COST_PER_1M_INPUT_TOKENS", "Cloud $ per 1M input tokens (architecture-aware)"),
                       ("COST_PER_1M_OUTPUT_TOKENS", "Cloud $ per 1M output tokens (architecture-aware)")):
-        book.addin_only(label, fn, {"usd_per_gpu_hour": inp["IP_CloudRate"], "model": inp["IP_Model"], "gpu": gpu,
-                                    "precision": inp["IP_Precision"], "prompt_tokens": tin, "output_tokens": tout,
+        book.addin_only(label, fn, {"usd_per_gpu_hour": inp["IP_CloudRate"], "model": inp["model"], "gpu": gpu,
+                                    "precision": inp["precision"], "prompt_tokens": tin, "output_tokens": tout,
                                     "batch": inp["IP_Batch"]}, '"$"#,##0.0000')
-    # the serving-capacity model (continuous batching, latency target, engine) has no native formula
-    lat_in = inp["IP_Latency"]
-    tpot = Expr(lambda s: f"{lat_in.ref(s)}*1000/{tout.ref(s)}", lambda get: 0)
-    shape = {"model": inp["IP_Model"], "gpu": gpu, "precision": inp["IP_Precision"], "prompt_tokens": tin,
-             "output_tokens": tout}
-    book.addin_only("Serving throughput per model copy at the latency target (serving model)", "SERVING_THROUGHPUT",
-                    {**shape, "max_tpot_ms": tpot}, st.TOK_S)
-    book.addin_only("Concurrent requests per copy at that point (serving model)", "SERVING_BATCH",
-                    {**shape, "max_tpot_ms": tpot}, "#,##0")
-    book.addin_only("GPUs for the traffic at the latency target (serving model)", "GPUS_FOR_TRAFFIC",
-                    {"model": inp["IP_Model"], "gpu": gpu, "requests_per_minute": rpm, "prompt_tokens": tin,
-                     "output_tokens": tout, "max_tpot_ms": tpot, "precision": inp["IP_Precision"],
-                     "headroom": inp["IP_Headroom"]}, "#,##0")
     st.set_widths(ws, {"A": 46, "B": 20, "C": 16})
     ws.freeze_panes = "A4"
 
@@ -208,3 +250,63 @@ def build(path, inputs: dict | None = None) -> Book:
                          height=9, width=14, number_format='"$"#,##0', titles_from_data=False)
     book.chart(ws, chart, "E4")
     return book.finish(path)
+
+
+TRAFFIC_ROWS = [  # (GPUS_FOR_TRAFFIC part, label, kept-column key, unit, number format)
+    ("copies", "Model copies", "copies", "copies", "#,##0"),
+    ("gpus_per_copy", "GPUs per copy (tensor-parallel group)", "n", "GPUs", "#,##0"),
+    ("batch", "Requests decoded together per copy (batch)", "batch", "requests", "#,##0"),
+    ("tokens_per_sec_per_copy", "Output tokens/s per copy", "tps", "tok/s", st.TOK_S),
+]
+
+
+def _traffic_args(inp: dict) -> dict:
+    """GPUS_FOR_TRAFFIC's arguments from the plan's inputs (the engine cell's default choice is a blank)."""
+    eng, lat, out = inp["engine"], inp["IP_Latency"], inp["output_tokens"]
+    return {"model": inp["model"], "gpu": inp["gpu"], "requests_per_minute": inp["requests_per_minute"],
+            "prompt_tokens": inp["prompt_tokens"], "output_tokens": out,
+            "max_tpot_ms": Expr(lambda s: f"{lat.ref(s)}*1000/{out.ref(s)}", lambda get: get(lat) * 1000 / get(out)),
+            "precision": inp["precision"],
+            "engine": Expr(lambda s: f'IF({eng.ref(s)}="{sf.DEFAULT_ENGINE}","",{eng.ref(s)})',
+                           lambda get: "" if get(eng) == sf.DEFAULT_ENGINE else get(eng)),
+            "headroom": inp["IP_Headroom"]}
+
+
+def _serving(book: Book, ws, row, inp: dict, calc: dict) -> C:
+    """The headline rows: the serving model's GPUs and operating point, read from the kept
+    group of the calculation sheet; each is checked against GPUS_FOR_TRAFFIC."""
+    args = _traffic_args(inp)
+    coord = row("GPUs needed (serving model)", "GPUs")
+    best, any_ = calc["best"], calc["any"]
+    cell = ws[coord]
+    cell.value = (f'=IF({any_.ref(ws.title)}="yes",{best.ref(ws.title)},'
+                  f'IF(SrvMissing<>"none","n/a: "&SrvMissing,"none fits"))')
+    st.style_output(cell, "#,##0", True)
+    target = C(ws.title, coord, number=True)
+    book.checks.append(Check(target, "GPUs needed", "GPUS_FOR_TRAFFIC", {**args, "part": Lit("gpus")}))
+    book.addin_rows.append(("GPUs needed (serving model)", target, "GPUS_FOR_TRAFFIC", {**args, "part": Lit("gpus")},
+                            "#,##0"))
+    book.define("gpus_needed", target)
+    for part, label, key, unit, fmt in TRAFFIC_ROWS:
+        c = row(label, unit)
+        ws[c].value = f'=IF({any_.ref(ws.title)}="yes",{calc[key].ref(ws.title)},"-")'
+        st.style_output(ws[c], fmt)
+        t = C(ws.title, c, number=True)
+        book.checks.append(Check(t, label, "GPUS_FOR_TRAFFIC", {**args, "part": Lit(part)}))
+        book.addin_rows.append((label, t, "GPUS_FOR_TRAFFIC", {**args, "part": Lit(part)}, fmt))
+    for label, ref, unit, fmt in (("Time per output token at that batch", calc["tpot"], "ms", st.MS),
+                                  ("What limits the batch", calc["limited_by"], "", None),
+                                  ("Inference engine", calc["engine"], "", None)):
+        c = row(label, unit)
+        ws[c].value = f"={ref.ref(ws.title)}"
+        st.style_output(ws[c], fmt)
+    return target
+
+
+def _instances(gpus, per):
+    return -(-int(gpus) // int(per)) if isinstance(gpus, (int, float)) else "-"
+
+
+def _cheapest(cloud, owned, api) -> str:
+    costs = [(v, k) for v, k in ((cloud, "Cloud"), (owned, "Owned"), (api, "API")) if isinstance(v, (int, float))]
+    return min(costs, key=lambda c: c[0])[1]

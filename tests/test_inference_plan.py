@@ -1,0 +1,160 @@
+"""The inference plan's headline is the serving model in native formulas: written, its inputs
+changed through the workbook's defined names (as a user linking to them would), recalculated
+in LibreOffice, and read back, it gives the GPUs, copies, GPUs per copy, batch and
+throughput of GPUS_FOR_TRAFFIC for the same inputs, across models (dense, MoE, MLA, sliding
+window, bare counts), GPUs, precisions, engines, traffic levels and lengths."""
+
+from __future__ import annotations
+
+import shutil
+
+import openpyxl
+import pytest
+
+import udfs
+import workbook_templates as wt
+from workbook_templates import serving_figures as sf
+from workbook_templates.recalc import convert
+
+from .numeric import same_number
+
+pytestmark = [pytest.mark.libreoffice,
+              pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")]
+
+DEFAULT = sf.DEFAULT_ENGINE
+HEADLINE = {"gpus": "gpus_needed"}
+PARTS = ("gpus", "copies", "gpus_per_copy", "batch", "tokens_per_sec_per_copy")
+# (model, gpu, precision, requests/min, prompt, output, latency target s, engine, headroom)
+CASES = [
+    ("Llama 2 7B", "H100 SXM 80GB", "fp16", 1000, 500, 200, 5, DEFAULT, 0.2),        # the defaults
+    ("Llama 3.3 70B", "H100 SXM 80GB", "bf16", 1000, 2048, 512, 25.6, DEFAULT, 0.2),  # tensor parallel
+    ("Llama 3.1 405B", "H200 SXM 141GB", "fp8", 300, 1024, 256, 20, DEFAULT, 0.2),
+    ("Mixtral 8x7B", "A100 SXM 80GB", "fp16", 2000, 1000, 300, 15, "vLLM", 0.3),      # MoE
+    ("DeepSeek-V3", "H200 SXM 141GB", "fp8", 500, 2000, 500, 50, DEFAULT, 0.2),       # MoE with latent KV
+    ("Qwen3 30B-A3B", "L40S 48GB", "fp8", 5000, 800, 400, 20, "SGLang", 0),           # MoE, no batch cap
+    ("gpt-oss-120b", "B200 180GB", "fp4", 20000, 4000, 1000, 30, DEFAULT, 0.5),       # sliding window, FP4
+    ("Gemma 3 27B", "RTX 4090 24GB", "int4", 60, 8000, 200, 20, "vLLM", 0.2),        # window, weight-only int4
+    ("Mistral 7B", "A10 24GB", "bf16", 100, 128, 64, 2, DEFAULT, 0),
+    ("Llama 3.1 8B", "RTX 3090 24GB", "q4_k_m", 30, 500, 200, 20, "llama.cpp", 0.2),  # engine batch cap 4
+    ("Llama 3.1 70B", "RTX 4090 24GB", "q4_k_m", 20, 500, 200, 60, "llama.cpp", 0.2),  # layer pipeline
+    (1.2e11, "H100 SXM 80GB", "fp8", 300, 1000, 200, 40, DEFAULT, 0.2),               # bare counts
+    (7e9, "L4 24GB", "int8", 200, 300, 150, 10, "TensorRT-LLM", 0.2),
+    ("Qwen3 0.6B", "B200 180GB", "bf16", 100000, 128, 1500, 60, "SGLang", 0.2),       # huge KV fit
+    ("Llama 3 70B", "A100 PCIe 80GB", "fp8", 1000, 128, 200, 5, "vLLM", 0.5),         # no FP8 tensor cores
+    ("Llama 3.1 70B", "MI325X 256GB", "fp16", 3000, 1000, 300, 6, DEFAULT, 0.2),      # AMD: vLLM by default
+]
+# no link rate in the catalog (and no tensor figure): the sheet says so instead of guessing
+NO_LINK = ("Llama 3.1 8B", "Apple M4 Max 128GB", "fp16", 100, 500, 200, 5, "vLLM", 0.2)
+NONE_FITS = ("Llama 3.1 405B", "RTX 4090 24GB", "bf16", 100, 500, 200, 5, DEFAULT, 0.2)
+NO_PEAK = ("Llama 3.1 8B", "A10G 24GB", "bf16", 100, 500, 200, 5, DEFAULT, 0.2)
+INPUTS = ("model", "gpu", "precision", "requests_per_minute", "prompt_tokens", "output_tokens", "IP_Latency",
+          "engine", "IP_Headroom")
+READ = ("gpus_needed",)
+
+
+def _cell(wb, name):
+    sheet, coord = next(iter(wb.defined_names[name].destinations))
+    return wb[sheet][coord.replace("$", "")]
+
+
+def _engine(case):
+    model, gpu, prec, rpm, prompt, out, latency, engine, headroom = case
+    return [model, gpu, rpm, prompt, out, latency * 1000 / out, "", prec, "", "" if engine == DEFAULT else engine,
+            headroom]
+
+
+@pytest.fixture(scope="module")
+def recalculated(tmp_path_factory):
+    src = tmp_path_factory.mktemp("ip")
+    book = wt.module("inference_plan").build(src / "base.xlsx")
+    paths = []
+    for i, case in enumerate(CASES + [NO_LINK, NONE_FITS, NO_PEAK]):
+        wb = openpyxl.load_workbook(src / "base.xlsx")
+        for name, value in zip(INPUTS, case):
+            _cell(wb, name).value = value
+        path = src / f"case{i:02d}.xlsx"
+        wb.save(path)
+        paths.append(path)
+    out = tmp_path_factory.mktemp("ip_out")
+    convert(paths, out)
+    return book, [openpyxl.load_workbook(out / p.name, data_only=True) for p in paths]
+
+
+def _parts(book, wb):
+    """The headline rows by GPUS_FOR_TRAFFIC part, read back from the recalculated file."""
+    cells = {c.args["part"].value: c.cell for c in book.checks if c.fn == "GPUS_FOR_TRAFFIC"}
+    return {part: wb[cells[part].sheet][cells[part].coord].value for part in PARTS}
+
+
+def _errors(wb):
+    return [f"{ws.title}!{c.coordinate}={c.value}" for ws in wb.worksheets if ws.title != "With the Flopsheet add-in"
+            for row in ws.iter_rows() for c in row
+            if c.data_type == "e" or (isinstance(c.value, str) and c.value.startswith("#"))]
+
+
+@pytest.mark.parametrize("index", range(len(CASES)))
+def test_serving_model_equals_gpus_for_traffic(recalculated, index):
+    book, books = recalculated
+    wb = books[index]
+    got = _parts(book, wb)
+    want = {part: udfs.call("GPUS_FOR_TRAFFIC", *_engine(CASES[index]), part) for part in PARTS}
+    assert all(same_number(got[p], want[p]) for p in PARTS), (CASES[index], got, want)
+    assert _cell(wb, "gpus_needed").value == want["gpus"]
+    assert not _errors(wb), _errors(wb)[:10]
+    # the inputs read back through their names, as a linking workbook would see them
+    for name, value in zip(INPUTS, CASES[index]):
+        assert _cell(wb, name).value == value
+
+
+def test_the_sample_is_varied():
+    """The sample exercises what the sheet claims to express: several group sizes, batch limits and engines."""
+    plans = [[udfs.call("GPUS_FOR_TRAFFIC", *_engine(c), p) for p in ("gpus_per_copy", "batch")] for c in CASES]
+    assert {n for n, _ in plans} >= {1, 2, 4, 8}
+    assert len({b for _, b in plans}) >= 10
+    assert len({c[7] for c in CASES}) >= 5 and len({c[2] for c in CASES}) >= 6
+
+
+def test_unknown_figures_are_said_not_guessed(recalculated):
+    """A GPU with no link rate and no tensor figure in the catalog: groups of more than one GPU
+    say the link rate is missing, one GPU per copy that the tensor figure is; the engine answers
+    #N/A (it cannot compare groups it cannot estimate), the headline n/a naming the figure."""
+    _, books = recalculated
+    wb = books[len(CASES)]
+    with pytest.raises(udfs.FlopsheetError):
+        udfs.call("GPUS_FOR_TRAFFIC", *_engine(NO_LINK))
+    status = next(r for r in wb["Serving calculation"].iter_rows() if r[0].value == "Status")
+    assert status[1].value == "no tensor TFLOPS in the catalog"
+    assert status[2].value == status[3].value == status[4].value == "no link rate in the catalog"
+    assert _cell(wb, "gpus_needed").value == "n/a: no link rate"
+    assert not _errors(wb), _errors(wb)[:10]
+
+
+def test_nothing_fits_is_said(recalculated):
+    _, books = recalculated
+    wb = books[len(CASES) + 1]
+    with pytest.raises(udfs.FlopsheetError):
+        udfs.call("GPUS_FOR_TRAFFIC", *_engine(NONE_FITS))
+    assert _cell(wb, "gpus_needed").value == "none fits"
+    assert not _errors(wb), _errors(wb)[:10]
+
+
+def test_no_tensor_figure_is_said(recalculated):
+    """A GPU with no published tensor TFLOPS: the engine answers #VALUE!, the sheet says n/a."""
+    _, books = recalculated
+    wb = books[len(CASES) + 2]
+    with pytest.raises(udfs.FlopsheetError):
+        udfs.call("GPUS_FOR_TRAFFIC", *_engine(NO_PEAK))
+    assert _cell(wb, "gpus_needed").value == "n/a: no tensor TFLOPS"
+    assert not _errors(wb), _errors(wb)[:10]
+
+
+def test_lesson_figure_stays_beside_the_headline(recalculated):
+    """The default plan: the serving model's 1 GPU beside the lesson's batch-1 estimate of 23."""
+    book, books = recalculated
+    wb = books[0]
+    lesson = next(c for c in book.checks if c.label == "Lesson's GPUs")
+    assert wb[lesson.cell.sheet][lesson.cell.coord].value == 23
+    assert _cell(wb, "gpus_needed").value == 1
+    label = wb[lesson.cell.sheet][f"A{lesson.cell.coord[1:]}"].value
+    assert "lesson" in label.lower()
+    assert isinstance(_cell(wb, "monthly_cost_usd").value, (int, float))

@@ -1,0 +1,413 @@
+"""The serving model (udfs/physics/capacity.py: serving_point, gpus_for_traffic) in native formulas:
+the 'Serving calculation' sheet resolves the figures it needs (catalog sheets and the
+'Serving figures' tables), works out each tensor-parallel group size (1, 2, 4, 8 GPUs per
+copy): KV fit, batch limit, the largest batch within the TPOT target (searched on the
+'Batch search' sheet by bisection, as the engine does), throughput, copies and GPUs, keeps
+the group needing the fewest GPUs, and shows the step time by operation for candidate
+batches at that group. Every figure is a formula a reader can follow cell by cell."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from udfs.physics import capacity
+
+from . import serving_figures as sf
+from . import styles as st
+from .common import Book, C, col
+
+SHEET = "Serving calculation"
+SEARCH = "Batch search"
+GROUPS = capacity.TP_CHOICES                  # tensor-parallel sizes the engine tries, in its order
+FIRST_GROUP_COL = 2                          # column B: the first group size
+CHOSEN_COL = FIRST_GROUP_COL + len(GROUPS)   # the group kept
+SEARCH_STEPS = 22                            # bisection steps: enough for a batch limit of 4 million
+CANDIDATES = tuple(2 ** i for i in range(12))   # 1 .. 2048: the batches shown step by step
+# number formats that scale rather than show scientific notation
+BYTES_PER_S = '[>=1E12]#,##0.00,,,," TB/s";#,##0.0,,," GB/s"'
+FLOP_PER_S = '[>=1E15]#,##0.00,,,,," PFLOP/s";#,##0.0,,,," TFLOP/s"'
+FLOP_COUNT = '[>=1E15]#,##0.00,,,,," PFLOP";[>=1E12]#,##0.0,,,," TFLOP";#,##0.0,,," GFLOP"'
+SECONDS = '0.000000" s"'
+
+
+@dataclass
+class Inputs:
+    """Cells of the plan's inputs (the main sheet's named cells)."""
+    model: C
+    gpu: C
+    precision: C
+    engine: C
+    rpm: C
+    prompt: C
+    output: C
+    headroom: C
+    latency: C
+
+
+class Sheet:
+    """Rows of label | value | basis, each value cell named `Srv...`."""
+
+    def __init__(self, book: Book, ws, row: int):
+        self.book, self.ws, self.row = book, ws, row
+
+    def section(self, text: str, gap: int = 1):
+        self.row += gap
+        self.ws.cell(row=self.row, column=1, value=text).font = st.SECTION_FONT
+        self.row += 1
+
+    def value(self, name: str, label: str, formula: str, basis: str = "", fmt: str | None = None) -> str:
+        ws, r = self.ws, self.row
+        ws.cell(row=r, column=1, value=label)
+        cell = ws.cell(row=r, column=2, value="=" + formula)
+        st.style_output(cell, fmt)
+        if basis:
+            note = ws.cell(row=r, column=3, value=basis)
+            note.font = st.NOTE_FONT
+        self.book.define(name, C(ws.title, f"B{r}"))
+        self.row += 1
+        return name
+
+
+def _figures(s: Sheet, i: Inputs):
+    """The figures the model needs: model shape, GPU, engine, number formats, traffic."""
+    model, gpu, prec = (x.ref(SHEET, absolute=True) for x in (i.model, i.gpu, i.precision))
+    s.section("Model (a parameter count borrows a catalog layout, as the engine does)", gap=0)
+    s.value("SrvLayout", "Layout from", f"IF(ISNUMBER({model}),INDEX(SrvLenderNames,MATCH({model},SrvLenderFrom,1)),"
+            f"{model})", "Model shapes sheet")
+    s.value("SrvShapeRow", "Row in the Model shapes sheet", "MATCH(SrvLayout,ShapeNames,0)")
+    num = f"ISNUMBER({model})"
+    s.value("SrvParams", "Parameters (weights in memory)", f"IF({num},{model},INDEX(Shape_params,SrvShapeRow))",
+            "", st.PARAMS)
+    s.value("SrvLookup", "Input-embedding parameters read as a lookup", "INDEX(Shape_lookup,SrvShapeRow)", "",
+            st.PARAMS)
+    for name, label, key in (("SrvMatmul", "Parameters in products per token", "matmul"),
+                             ("SrvDense", "... of which outside routed experts", "dense"),
+                             ("SrvDenseStream", "Parameters read per step outside experts", "dense_stream")):
+        s.value(name, label, f"IF({num},{model}-SrvLookup,INDEX(Shape_{key},SrvShapeRow))", "", st.PARAMS)
+    for name, label, key in (("SrvPerExpert", "Parameters per routed expert", "per_expert"),
+                             ("SrvExperts", "Routed experts", "experts"), ("SrvTopK", "Experts per token", "top_k")):
+        s.value(name, label, f"IF({num},0,INDEX(Shape_{key},SrvShapeRow))", "none for a bare count", "#,##0")
+    for name, label, key in (("SrvLayers", "Layers", "layers"), ("SrvHidden", "Hidden size", "hidden"),
+                             ("SrvHeads", "Attention heads", "heads"), ("SrvHeadDim", "Head size", "head_dim"),
+                             ("SrvKvValues", "KV values per token per layer", "kv_values"),
+                             ("SrvKvHeads", "KV heads", "kv_heads"), ("SrvMla", "Latent KV (MLA): 1", "mla"),
+                             ("SrvGlobal", "Layers caching the whole context", "global_layers"),
+                             ("SrvLocal", "Layers caching a window", "local_layers"),
+                             ("SrvWindow", "Window (tokens; 0: none)", "window")):
+        s.value(name, label, f"INDEX(Shape_{key},SrvShapeRow)", "", "#,##0")
+
+    s.section("GPU (GPUs sheet; link from Serving figures)")
+    s.value("SrvGpuRow", "Row in the GPU catalog", f"MATCH({gpu},CatGpuNames,0)")
+    s.value("SrvMemory", "Memory (GB, read as GiB as the engine does)", "INDEX(CatGpu_memory_gb,SrvGpuRow)", "", st.GB)
+    s.value("SrvBandwidth", "Memory bandwidth (TB/s)", "INDEX(CatGpu_bandwidth_tbs,SrvGpuRow)", "", st.TBS)
+    pair = f'MATCH({gpu}&"{sf.SEP}"&{prec},GP_keys,0)'
+    s.value("SrvPeak", "Tensor rate of the weight format's products (TFLOPS)", f"INDEX(GP_tflops,{pair})",
+            "weight-only formats run on the 16-bit units; blank: unknown", st.TFLOPS)
+    s.value("SrvPeak16", "16-bit tensor rate (attention, TFLOPS)", f"INDEX(SrvGpu_peak16,MATCH({gpu},SrvGpuNames,0))",
+            "", st.TFLOPS)
+    s.value("SrvLink", "GPU-to-GPU link", f"INDEX(SrvGpu_link,MATCH({gpu},SrvGpuNames,0))")
+    s.value("SrvLinkGBs", "Link rate (GB/s, both directions)", f"INDEX(SrvGpu_link_gbs,MATCH({gpu},SrvGpuNames,0))",
+            "blank: unknown", "#,##0")
+
+    eng = i.engine.ref(SHEET, absolute=True)
+    s.section("Engine (Engines sheet; pairs from Serving figures)")
+    s.value("SrvEngine", "Engine", f'IF({eng}="{sf.DEFAULT_ENGINE}",INDEX(SrvGpu_engine,MATCH({gpu},SrvGpuNames,0)),'
+            f"{eng})")
+    s.value("SrvEngRow", "Row in the Engines sheet", "MATCH(SrvEngine,EngineNames,0)")
+    for name, label, attr, fmt in (("SrvMulti", "Several GPUs work as", "multi_gpu", None),
+                                   ("SrvMemRule", "Memory rule", "memory_rule", None),
+                                   ("SrvMemFrac", "Memory share", "memory_fraction", "0.00"),
+                                   ("SrvReserve", "Activation reserve (GiB)", "activation_reserve_gib", "0.0"),
+                                   ("SrvKvRes", "KV cache per request", "kv_reservation", None),
+                                   ("SrvQuantFactor", "Bandwidth factor for weight-only quantised formats",
+                                    "quantized_factor", "0.00"),
+                                   ("SrvLayerUs", "Fixed time per layer (us)", "layer_overhead_us", "0.0"),
+                                   ("SrvStepUs", "Fixed time per step (us)", "step_overhead_us", "0.0")):
+        s.value(name, label, f"INDEX(Eng_{attr},SrvEngRow)", "", fmt)
+    key = f'SrvEngine&"{sf.SEP}"&{gpu}'
+    s.value("SrvBwFrac", "Achieved share of memory bandwidth", f"INDEX(EG_bandwidth,MATCH({key},EG_keys,0))", "",
+            "0.00")
+    s.value("SrvCap", "Engine batch cap (0: none)", f"INDEX(EG_cap,MATCH({key},EG_keys,0))", "", "#,##0")
+
+    s.section("Number formats (Precisions sheet; Serving figures)")
+    s.value("SrvWidth", "Bytes per weight", f"INDEX(CatPrecision_bytes_per_param,MATCH({prec},CatPrecisionNames,0))",
+            "", "0.000")
+    pair = f'MATCH({gpu}&"{sf.SEP}"&{prec},GP_keys,0)'
+    s.value("SrvBits", "Products run on units of (bits)", f"INDEX(GP_bits,{pair})", "", "0")
+    s.value("SrvQuantized", "Weights dequantised to 16-bit (1: yes)", f"INDEX(GP_weight_only,{pair})", "", "0")
+    s.value("SrvKvFormat", "KV-cache format", f'INDEX(EP_kv,MATCH(SrvEngine&"{sf.SEP}"&{prec},EP_keys,0))')
+    s.value("SrvKvWidth", "Bytes per KV value", "INDEX(CatPrecision_bytes_per_param,"
+            "MATCH(SrvKvFormat,CatPrecisionNames,0))", "", "0.000")
+    s.value("SrvMatmulFrac", "Achieved share of the tensor peak (products)",
+            "IF(SrvBits>0,INDEX(Eng_matmul,SrvEngRow,MATCH(SrvBits,Eng_matmul_bits,0)),0)", "", "0.00")
+    s.value("SrvMatmulFrac16", "Achieved share of the 16-bit peak (attention)",
+            "INDEX(Eng_matmul,SrvEngRow,MATCH(16,Eng_matmul_bits,0))", "", "0.00")
+
+    s.section("Rates per GPU")
+    s.value("SrvBwWeights", "Weights stream at (bytes/s)", "SrvBandwidth*SrvK_TB*SrvBwFrac*"
+            "IF(SrvQuantized=1,SrvQuantFactor,1)", "bandwidth x share (x factor if quantised)", BYTES_PER_S)
+    s.value("SrvBwKv", "KV cache streams at (bytes/s)", "SrvBandwidth*SrvK_TB*SrvBwFrac", "", BYTES_PER_S)
+    s.value("SrvFlops", "Products run at (FLOP/s)", "SrvPeak*SrvK_Tera*SrvMatmulFrac", "", FLOP_PER_S)
+    s.value("SrvFlops16", "Attention runs at (FLOP/s)", "SrvPeak16*SrvK_Tera*SrvMatmulFrac16", "", FLOP_PER_S)
+    s.value("SrvHasPeak", "The catalog has the GPU's tensor TFLOPS?", 'IF(AND(SrvPeak>0,SrvPeak16>0),"yes","no")',
+            "without it the step time cannot be estimated (the engine answers #VALUE!)")
+
+    p, o = i.prompt.ref(SHEET, absolute=True), i.output.ref(SHEET, absolute=True)
+    s.section("Traffic and lengths")
+    s.value("SrvTarget", "TPOT target (ms per output token)", f"{i.latency.ref(SHEET, absolute=True)}*1000/{o}",
+            "latency target / output tokens", st.MS)
+    s.value("SrvDemand", "Output tokens/s needed, with headroom",
+            f"{i.rpm.ref(SHEET, absolute=True)}/60*{o}*(1+{i.headroom.ref(SHEET, absolute=True)})", "", st.TOK_S)
+    s.value("SrvContext", "Mean context while decoding (tokens)", f"{p}+{o}/2", "prompt + half the output", "#,##0.0")
+    s.value("SrvKvTokens", "KV tokens reserved per request", f'{p}+IF(SrvKvRes="max",{o},{o}/2)',
+            "prompt + output (or half of it when KV grows)", "#,##0.0")
+    for name, label, tokens in (("SrvLtContext", "Layer-tokens cached at the mean context", "SrvContext"),
+                                ("SrvLtKv", "Layer-tokens reserved per request", "SrvKvTokens"),
+                                ("SrvLtPrompt", "Layer-tokens attended in a prompt", p)):
+        s.value(name, label, f"SrvGlobal*{tokens}+SrvLocal*IF(SrvWindow>0,MIN({tokens},SrvWindow),{tokens})",
+                "global layers x tokens + window layers x min(tokens, window)", "#,##0")
+    s.value("SrvPrefillFlops", "FLOPs to prefill one prompt", f"2*SrvMatmul*{p}+2*SrvHeads*SrvHeadDim*{p}*SrvLtPrompt",
+            "2 x product parameters x tokens + causal attention", FLOP_COUNT)
+
+
+# rows of the group block (label, key, formula with {c} = this column's letter, format)
+def _group_rows(prompt: str) -> list[tuple[str, str, str, str | None]]:
+    return [
+        ("GPUs per model copy", "n", None, "0"),
+        ("GPUs sharing one step", "split", 'IF(SrvMulti="tensor",{c}{n},1)', "0"),
+        ("KV replication (GPUs beyond the KV heads)", "repl", "IF(SrvMla=1,{c}{split},MAX(1,{c}{split}/SrvKvHeads))",
+         "0.00"),
+        ("Weights per GPU (GiB)", "wgib", "SrvParams*SrvWidth/{c}{n}/SrvK_GiB", st.GB),
+        ("Memory the engine uses (GiB)", "usable", 'SrvMemory*IF(SrvMemRule="total",SrvMemFrac,1)', st.GB),
+        ("Left after weights and reserve (GiB)", "left", "{c}{usable}-{c}{wgib}-SrvReserve", st.GB),
+        ("KV budget (GiB)", "budget", 'MAX(0,{c}{left})*IF(SrvMemRule="free",SrvMemFrac,1)', st.GB),
+        ("KV cache per request (GiB)", "perseq", "SrvKvValues*SrvKvWidth*SrvLtKv*{c}{repl}/{c}{n}/SrvK_GiB", "0.000"),
+        ("Requests whose KV cache fits", "fits", "INT({c}{budget}/{c}{perseq})", "#,##0"),
+        ("Batch limit (KV fit, engine cap)", "limit", "IF(SrvCap>0,MIN({c}{fits},SrvCap),{c}{fits})", "#,##0"),
+        ("All-reduce latency per step (s)", "arlat",
+         'IF({c}{split}<=1,0,SrvLayers*2*IF(SrvLink="nvlink",SrvK_AllreduceUsNvlink,SrvK_AllreduceUsPcie)*0.000001)',
+         SECONDS),
+        ("All-reduce time per token (s)", "artok",
+         ("IF(OR({c}{split}<=1,NOT(SrvLinkGBs>0)),0,SrvLayers*2*2*({c}{split}-1)/{c}{split}*SrvHidden*2"
+          "/(SrvLinkGBs/2*1000000000*SrvK_AllreduceFraction))"), SECONDS),
+        ("Fixed time per step (s)", "fixed",
+         ('(SrvStepUs+SrvLayers*SrvLayerUs+IF(AND(SrvMulti<>"tensor",{c}{n}>1),'
+          '({c}{n}-1)*IF(SrvLink="nvlink",SrvK_HopUsNvlink,SrvK_HopUsPcie),0))*0.000001'), SECONDS),
+        ("Prefill compute per request (s)", "prefill",
+         guard("SrvPrefillFlops/{c}{split}/SrvFlops+{c}{arlat}+{c}{artok}*" + prompt), SECONDS),
+    ]
+
+
+def tpot_ms(c: str, rows: dict[str, int], batch: str, out: str) -> str:
+    """TPOT (ms) at `batch` for the group in column `c` of the calculation sheet: one decode
+    step (weights, attention, all-reduce, fixed) plus this request's share of the prefills."""
+    g = f"'{SHEET}'!${c}$"
+    split, repl = f"{g}{rows['split']}", f"{g}{rows['repl']}"
+    weights = (f"(MAX(SrvDenseStream*SrvWidth/SrvBwWeights,2*SrvDense*{batch}/SrvFlops)"
+               f"+IF(SrvExperts>0,MAX(SrvExperts*(1-(1-SrvTopK/SrvExperts)^{batch})*SrvPerExpert*SrvWidth/SrvBwWeights,"
+               f"2*SrvTopK*SrvPerExpert*{batch}/SrvFlops),0))/{split}")
+    attention = (f"MAX(SrvKvValues*SrvKvWidth*SrvLtContext*{batch}*{repl}/{split}/SrvBwKv,"
+                 f"4*SrvHeads*SrvHeadDim*SrvLtContext*{batch}/{split}/SrvFlops16)")
+    rest = f"{g}{rows['arlat']}+{g}{rows['artok']}*{batch}+{g}{rows['fixed']}+{batch}*{g}{rows['prefill']}/{out}"
+    return guard(f"1000*({weights}+{attention}+{rest})")
+
+
+LINK_MISSING, PEAK_MISSING = "no link rate in the catalog", "no tensor TFLOPS in the catalog"
+# why a group size does not work, in the engine's order (weights, KV, then the TPOT target)
+STATUS = ('IF({c}{left}<=0,"weights do not fit",'
+          'IF({c}{fits}<1,"one request\'s KV cache does not fit",'
+          f'IF(AND({{c}}{{n}}>1,NOT(SrvLinkGBs>0)),"{LINK_MISSING}",'
+          f'IF(SrvHasPeak<>"yes","{PEAK_MISSING}",'
+          'IF({c}{tpot1}>SrvTarget,"batch 1 misses the TPOT target","ok")))))')
+
+
+def guard(formula: str) -> str:
+    """A step time needs the tensor peak: without it the cell says n/a (no division by zero)."""
+    return f'IF(SrvHasPeak="yes",{formula},"n/a")'
+
+
+def build(book: Book, inputs: Inputs) -> dict[str, C]:
+    """Write the calculation and search sheets; returns the cells the plan shows."""
+    ws = book.wb.create_sheet(SHEET)
+    book.main_sheets.append(SHEET)
+    ws["A1"] = "Serving calculation: the serving model in native formulas"
+    ws["A1"].font = st.TITLE_FONT
+    ws["A2"] = ("The same model as GPUS_FOR_TRAFFIC (udfs/physics/capacity.py, docs/serving-model.md): the largest batch "
+                "whose KV cache fits and whose time per output token (TPOT) meets the target, its throughput, "
+                "and the copies the traffic needs; for 1, 2, 4 and 8 GPUs per copy, keeping the fewest GPUs.")
+    ws["A2"].font = st.NOTE_FONT
+    ws["A2"].alignment = st.WRAP
+    ws.merge_cells(start_row=2, start_column=1, end_row=2, end_column=11)
+    ws.row_dimensions[2].height = 32
+    s = Sheet(book, ws, 4)
+    _figures(s, inputs)
+    out = inputs.output.ref(SHEET, absolute=True)
+
+    # ---- per group size
+    s.section("Each tensor-parallel group size (columns), and the one kept (last column)")
+    head = s.row
+    ws.cell(row=head, column=1, value="GPUs per copy")
+    for j, n in enumerate(GROUPS):
+        ws.cell(row=head, column=FIRST_GROUP_COL + j, value=f"{n} GPU" + ("s" if n > 1 else ""))
+    ws.cell(row=head, column=CHOSEN_COL, value="Kept")
+    st.style_header_row(ws, head, 1, CHOSEN_COL)
+    spec = _group_rows(inputs.prompt.ref(SHEET, absolute=True))
+    rows = {key: head + 1 + k for k, (_, key, _, _) in enumerate(spec)}
+    extra = ["tpot1", "batch", "tpot", "tps", "copies", "gpus", "status", "usable_gpus"]
+    for k, key in enumerate(extra):
+        rows[key] = head + 1 + len(spec) + k
+    for (label, key, formula, fmt) in spec:
+        r = rows[key]
+        ws.cell(row=r, column=1, value=label)
+        for j, n in enumerate(GROUPS):
+            c = col(FIRST_GROUP_COL + j)
+            cell = ws.cell(row=r, column=FIRST_GROUP_COL + j)
+            cell.value = n if formula is None else "=" + formula.format(c=c, **rows)
+            st.style_output(cell, fmt)
+    search_rows = _search_sheet(book, rows, out)
+    last_lo = f"'{SEARCH}'!{{c}}{search_rows['final']}"
+    group = [
+        ("TPOT at batch 1 (ms)", "tpot1", tpot_ms("{c}", rows, "1", out), st.MS),
+        ("Batch (largest within the limit and the TPOT target)", "batch", last_lo, "#,##0"),
+        ("TPOT at that batch (ms)", "tpot", tpot_ms("{c}", rows, "{c}{batch}", out), st.MS),
+        ("Throughput per copy (output tokens/s)", "tps", 'IF(ISNUMBER({c}{tpot}),{c}{batch}/({c}{tpot}/1000),"n/a")',
+         st.TOK_S),
+        ("Copies the traffic needs", "copies",
+         'IF(ISNUMBER({c}{tps}),MAX(1,ROUNDUP(SrvDemand/{c}{tps}-0.000000001,0)),"n/a")', "#,##0"),
+        ("GPUs", "gpus", 'IF(ISNUMBER({c}{copies}),{c}{copies}*{c}{n},"n/a")', "#,##0"),
+        ("Status", "status", STATUS, None),
+        ("GPUs, where the group works", "usable_gpus", '=IF({c}{status}="ok",{c}{gpus},"-")', "#,##0"),
+    ]
+    for label, key, formula, fmt in group:
+        r = rows[key]
+        ws.cell(row=r, column=1, value=label)
+        for j in range(len(GROUPS)):
+            c = col(FIRST_GROUP_COL + j)
+            text = formula.lstrip("=").replace("{c}", c)
+            for k2, v in rows.items():
+                text = text.replace("{" + k2 + "}", str(v))
+            cell = ws.cell(row=r, column=FIRST_GROUP_COL + j, value="=" + text)
+            st.style_output(cell, fmt)
+    first, last = col(FIRST_GROUP_COL), col(CHOSEN_COL - 1)
+    usable = f"${first}${rows['usable_gpus']}:${last}${rows['usable_gpus']}"
+    # the kept column: the first group (fewest GPUs per copy) with the fewest GPUs
+    s.row = rows["usable_gpus"] + 1
+    s.section("The group kept")
+    def count(text: str) -> str:
+        return ",".join(f'IF({col(FIRST_GROUP_COL + j)}{rows["status"]}="{text}",1,0)' for j in range(len(GROUPS)))
+    # as the engine: a group it cannot estimate (a figure missing) stops the comparison
+    s.value("SrvMissing", "Figure the catalog lacks (the engine answers #N/A)",
+            f'IF(SUM({count(LINK_MISSING)})>0,"no link rate",IF(SUM({count(PEAK_MISSING)})>0,"no tensor TFLOPS","none"))')
+    s.value("SrvFits", "Does any group work?", f'IF(AND(SrvMissing="none",SUM({count("ok")})>0),"yes","no")')
+    s.value("SrvBestGpus", "Fewest GPUs", f"MIN({usable})", "", "#,##0")
+    s.value("SrvKept", "Kept group (column)", f'IF(SrvFits="yes",MATCH(SrvBestGpus,{usable},0),1)', "1 = 1 GPU, "
+            "2 = 2 GPUs, 3 = 4 GPUs, 4 = 8 GPUs", "0")
+    for key, r in rows.items():
+        cell = ws.cell(row=r, column=CHOSEN_COL, value=f"=INDEX(${first}{r}:${last}{r},1,SrvKept)")
+        fmt = ws.cell(row=r, column=FIRST_GROUP_COL).number_format
+        st.style_output(cell, fmt)
+    s.value("SrvLimitedBy", "What limits the batch",
+            f'IF(${col(CHOSEN_COL)}${rows["batch"]}<${col(CHOSEN_COL)}${rows["limit"]},"TPOT target",'
+            f'IF(AND(SrvCap>0,${col(CHOSEN_COL)}${rows["fits"]}>SrvCap),"engine batch cap","KV cache"))')
+    kept = {k: C(SHEET, f"{col(CHOSEN_COL)}{r}", number=True) for k, r in rows.items()}
+    _candidates(s, rows, out)
+    st.set_widths(ws, {"A": 38, **{col(c): 11.5 for c in range(2, 12)}})   # prints one page wide at >= 8 pt
+    ws.freeze_panes = "B4"
+    return {**kept, "any": C(SHEET, _named_cell(book, "SrvFits")), "best": C(SHEET, _named_cell(book, "SrvBestGpus")),
+            "limited_by": C(SHEET, _named_cell(book, "SrvLimitedBy")),
+            "engine": C(SHEET, _named_cell(book, "SrvEngine"))}
+
+
+def _named_cell(book: Book, name: str) -> str:
+    return book.wb.defined_names[name].attr_text.split("!")[-1].replace("$", "")
+
+
+def _search_sheet(book: Book, rows: dict[str, int], out: str) -> dict[str, int]:
+    """Bisection for the largest batch in [1, limit] whose TPOT meets the target (capacity._largest):
+    per step, the batch tried, its TPOT, and the range still open."""
+    ws = book.wb.create_sheet(SEARCH)
+    ws["A1"] = "Batch search: the largest batch within the limit whose TPOT meets the target"
+    ws["A1"].font = st.SECTION_FONT
+    ws["A2"] = ("Bisection, as the engine does: try the middle of the open range; if its TPOT meets the target it "
+                "becomes the largest known good batch, else the range ends below it. A finished search has "
+                "lowest = highest.")
+    ws["A2"].font = st.NOTE_FONT
+    ws["A2"].alignment = st.WRAP
+    ws.merge_cells("A2:E2")
+    ws.row_dimensions[2].height = 45
+    ws.cell(row=4, column=1, value="GPUs per copy")
+    for j, n in enumerate(GROUPS):
+        ws.cell(row=4, column=FIRST_GROUP_COL + j, value=f"=\'{SHEET}\'!{col(FIRST_GROUP_COL + j)}{rows['n']}")
+    st.style_header_row(ws, 4, 1, CHOSEN_COL - 1)
+    r = 5
+    lo_row, hi_row = r, r + 1
+    ws.cell(row=lo_row, column=1, value="Start: largest known good batch")
+    ws.cell(row=hi_row, column=1, value="Start: largest batch still possible (the limit)")
+    for j in range(len(GROUPS)):
+        c = col(FIRST_GROUP_COL + j)
+        ws.cell(row=lo_row, column=FIRST_GROUP_COL + j, value="=1")
+        ws.cell(row=hi_row, column=FIRST_GROUP_COL + j, value=f"=MAX(1,'{SHEET}'!{c}{rows['limit']})")
+    r += 2
+    for step in range(1, SEARCH_STEPS + 1):
+        labels = (f"Step {step}: batch tried", f"Step {step}: its TPOT (ms)",
+                  f"Step {step}: largest known good batch", f"Step {step}: largest batch still possible")
+        for k, label in enumerate(labels):
+            ws.cell(row=r + k, column=1, value=label)
+        for j in range(len(GROUPS)):
+            c = col(FIRST_GROUP_COL + j)
+            mid, tp = f"{c}{r}", f"{c}{r + 1}"
+            cells = [f"INT(({c}{lo_row}+{c}{hi_row}+1)/2)", tpot_ms(c, rows, mid, out),
+                     f"IF({tp}<=SrvTarget,{mid},{c}{lo_row})", f"IF({tp}<=SrvTarget,{c}{hi_row},{mid}-1)"]
+            for k, f in enumerate(cells):
+                cell = ws.cell(row=r + k, column=FIRST_GROUP_COL + j, value="=" + f)
+                st.style_output(cell, st.MS if k == 1 else "#,##0")
+        lo_row, hi_row = r + 2, r + 3
+        r += 4
+    ws.cell(row=r, column=1, value="Batch found").font = st.BOLD
+    ws.cell(row=r + 1, column=1, value="Search finished (lowest = highest)?")
+    for j in range(len(GROUPS)):
+        c = col(FIRST_GROUP_COL + j)
+        st.style_output(ws.cell(row=r, column=FIRST_GROUP_COL + j, value=f"={c}{lo_row}"), "#,##0", True)
+        ws.cell(row=r + 1, column=FIRST_GROUP_COL + j, value=f'=IF({c}{lo_row}={c}{hi_row},"yes","no")')
+    st.set_widths(ws, {"A": 44, **{col(c): 12 for c in range(2, CHOSEN_COL)}})
+    ws.freeze_panes = "B5"
+    return {"final": r}
+
+
+CANDIDATE_HEADERS = ["Batch", "Within the limit?", "Weights (ms)", "Attention (ms)", "All-reduce (ms)",
+                     "Fixed (ms)", "Step (ms)", "Prefill share (ms)", "TPOT (ms)", "Throughput (tok/s)",
+                     "Meets the TPOT target?"]
+
+
+def _candidates(s: Sheet, rows: dict[str, int], out: str):
+    """Candidate batches at the kept group: the step time by operation, TPOT and throughput."""
+    ws = s.ws
+    s.section("Candidate batches at the kept group: one decode step by operation, TPOT and throughput")
+    head = s.row
+    for i, h in enumerate(CANDIDATE_HEADERS, start=1):
+        ws.cell(row=head, column=i, value=h).alignment = st.WRAP
+    st.style_header_row(ws, head, 1, len(CANDIDATE_HEADERS))
+    ws.row_dimensions[head].height = 32
+    k = f"'{SHEET}'!${col(CHOSEN_COL)}$"
+    kept = {key: f"{k}{r}" for key, r in rows.items()}
+    batches = [str(b) for b in CANDIDATES] + [f"={kept['batch']}"]
+    for i, b in enumerate(batches):
+        r = head + 1 + i
+        ws.cell(row=r, column=1, value=int(b) if b.isdigit() else b)
+        st.style_output(ws.cell(row=r, column=1), "#,##0", key=not b.isdigit())
+        a = f"$A{r}"
+        weights = (f"1000*(MAX(SrvDenseStream*SrvWidth/SrvBwWeights,2*SrvDense*{a}/SrvFlops)"
+                   f"+IF(SrvExperts>0,MAX(SrvExperts*(1-(1-SrvTopK/SrvExperts)^{a})*SrvPerExpert*SrvWidth/SrvBwWeights,"
+                   f"2*SrvTopK*SrvPerExpert*{a}/SrvFlops),0))/{kept['split']}")
+        attention = (f"1000*MAX(SrvKvValues*SrvKvWidth*SrvLtContext*{a}*{kept['repl']}/{kept['split']}/SrvBwKv,"
+                     f"4*SrvHeads*SrvHeadDim*SrvLtContext*{a}/{kept['split']}/SrvFlops16)")
+        cells = [f'IF({a}<={kept["limit"]},"yes","no")', guard(weights), guard(attention),
+                 f"1000*({kept['arlat']}+{kept['artok']}*{a})", f"1000*{kept['fixed']}", guard(f"SUM(C{r}:F{r})"),
+                 guard(f"1000*{a}*{kept['prefill']}/{out}"), guard(f"G{r}+H{r}"), guard(f"{a}/(I{r}/1000)"),
+                 f'IF(I{r}<=SrvTarget,"yes","no")']
+        fmts = [None, st.MS, st.MS, st.MS, st.MS, st.MS, st.MS, st.MS, st.TOK_S, None]
+        for j, (f, fmt) in enumerate(zip(cells, fmts), start=2):
+            st.style_output(ws.cell(row=r, column=j, value="=" + f), fmt)
+    ws.cell(row=head + 1 + len(batches), column=1,
+            value="The last row is the batch kept; its TPOT equals the kept column above.").font = st.NOTE_FONT
+    s.row = head + 2 + len(batches)

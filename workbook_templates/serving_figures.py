@@ -1,0 +1,260 @@
+"""The figures the inference plan's serving calculation looks up, written from Flopsheet's
+engine at build time (never retyped): its constants, the engine profiles, each catalog model's
+serving shape, the layouts a bare parameter count borrows, and what the engine derives by rule
+for an (engine, GPU) or (engine, number format) pair. Each table defines named ranges
+(`Shape_*`, `Eng_*`, ...) that the calculation sheet's native formulas use."""
+
+from __future__ import annotations
+
+import math
+from itertools import pairwise
+
+from udfs.catalogs import catalog, engines, resolve
+from udfs.errors import FlopsheetError
+from udfs.physics import calibration as cal
+from udfs.physics import capacity, serving, shape
+from udfs.physics.arch import kv_bytes_per_layer_token
+from udfs.units import GIB, TB, TERA
+
+from . import styles as st
+from .common import Book, col, write_text
+
+SHEET = "Serving figures"
+SHAPES = "Model shapes"
+ENGINES = "Engines"
+DEFAULT_ENGINE = "Default for the GPU"      # the engine input's first choice: the engine's own default
+SEP = " | "                                  # joins an engine and a GPU (or format) into one lookup key
+
+# (name, label, value, basis): the engine's constants, each with its home in the code
+CONSTANTS = [
+    ("SrvK_GiB", "Bytes per GiB", GIB, "udfs.units.GIB"),
+    ("SrvK_TB", "Bytes/s per TB/s", TB, "udfs.units.TB"),
+    ("SrvK_Tera", "FLOP/s per TFLOPS", TERA, "udfs.units.TERA"),
+    ("SrvK_AllreduceUsNvlink", "All-reduce latency on NVLink-class links (us)", cal.ALLREDUCE_US["nvlink"],
+     "udfs.physics.calibration.ALLREDUCE_US"),
+    ("SrvK_AllreduceUsPcie", "All-reduce latency on PCIe (us)", cal.ALLREDUCE_US["pcie"],
+     "udfs.physics.calibration.ALLREDUCE_US"),
+    ("SrvK_AllreduceFraction", "Share of the one-way link rate an all-reduce reaches",
+     cal.ALLREDUCE_BANDWIDTH_FRACTION, "udfs.physics.calibration.ALLREDUCE_BANDWIDTH_FRACTION"),
+    ("SrvK_HopUsNvlink", "Pipeline hand-off per extra GPU on NVLink-class links (us)", capacity.HOP_US["nvlink"],
+     "udfs.physics.capacity.HOP_US"),
+    ("SrvK_HopUsPcie", "Pipeline hand-off per extra GPU on PCIe (us)", capacity.HOP_US["pcie"],
+     "udfs.physics.capacity.HOP_US"),
+]
+
+# (column name, header, value(model), number format): a catalog model's serving shape
+SHAPE_COLUMNS = [
+    ("params", "Parameters (weights in memory)", lambda m: m.total_params, "#,##0"),
+    ("lookup", "Input-embedding parameters read as a lookup", lambda m: m.total_params - serving.streamed_params(m, 0)
+     - capacity._experts(m)[1] * capacity._experts(m)[0], "#,##0"),
+    ("matmul", "Parameters in products per token", capacity._matmul_params, "#,##0"),
+    ("dense", "... of which outside routed experts", lambda m: capacity._matmul_params(m)
+     - capacity._experts(m)[2] * capacity._experts(m)[0], "#,##0"),
+    ("dense_stream", "Parameters read per step outside experts", lambda m: serving.streamed_params(m, 0), "#,##0"),
+    ("per_expert", "Parameters per routed expert", lambda m: capacity._experts(m)[0], "#,##0"),
+    ("experts", "Routed experts", lambda m: capacity._experts(m)[1], "0"),
+    ("top_k", "Experts per token", lambda m: capacity._experts(m)[2], "0"),
+    ("layers", "Layers", lambda m: m.layers, "0"),
+    ("hidden", "Hidden size", lambda m: m.hidden, "#,##0"),
+    ("heads", "Attention heads", lambda m: m.heads, "0"),
+    ("head_dim", "Head size", lambda m: m.head_size, "0"),
+    ("kv_values", "KV values per token per layer", lambda m: kv_bytes_per_layer_token(m, "fp16")
+     / catalog.as_precision("fp16").bytes_per_param, "#,##0"),
+    ("kv_heads", "KV heads (GPUs beyond them replicate KV)", lambda m: m.kv_head_count, "0"),
+    ("mla", "Latent KV (MLA): 1", lambda m: 1 if m.kv_lora_rank else 0, "0"),
+    ("global_layers", "Layers caching the whole context", lambda m: shape.kv_layers(m)[0], "0"),
+    ("local_layers", "Layers caching a window", lambda m: shape.kv_layers(m)[1], "0"),
+    ("window", "Window (tokens)", lambda m: shape.kv_layers(m)[2] or 0, "#,##0"),
+]
+
+ENGINE_COLUMNS = [  # engine profile fields the calculation reads
+    ("multi_gpu", "Several GPUs", None), ("memory_rule", "Memory rule", None),
+    ("memory_fraction", "Memory share", "0.00"), ("activation_reserve_gib", "Reserve (GiB)", "0.0"),
+    ("kv_reservation", "KV per request", None), ("quantized_factor", "Weight-only quantised bandwidth factor", "0.00"),
+    ("layer_overhead_us", "Fixed time per layer (us)", "0.0"), ("step_overhead_us", "Fixed time per step (us)", "0.0"),
+    ("matmul_fraction_16", "16-bit product share of peak", "0.00"),
+    ("matmul_fraction_8", "8-bit product share of peak", "0.00"),
+    ("matmul_fraction_4", "4-bit product share of peak", "0.00"),
+]
+MATMUL_BITS = (16, 8, 4)        # the order of the matmul_fraction columns above
+
+
+def _header(ws, row: int, headers: list[str]):
+    for i, h in enumerate(headers, start=1):
+        ws.cell(row=row, column=i, value=h).alignment = st.WRAP
+    st.style_header_row(ws, row, 1, len(headers))
+
+
+def _fill(ws, row: int, values: list, fmts: list | None = None):
+    for i, v in enumerate(values, start=1):
+        cell = ws.cell(row=row, column=i)
+        if isinstance(v, str):
+            write_text(cell, v)
+        else:
+            cell.value = v
+        if fmts and fmts[i - 1]:
+            cell.number_format = fmts[i - 1]
+
+
+def _name_column(book: Book, sheet: str, name: str, column: int, first: int, last: int):
+    book.define(name, f"'{sheet}'!${col(column)}${first}:${col(column)}${last}")
+
+
+def shapes_sheet(book: Book):
+    """One row per catalog model: the shape figures the serving model reads."""
+    ws = book.wb.create_sheet(SHAPES)
+    ws["A1"] = ("Serving shape of each catalog model (written from Flopsheet's engine: capacity, serving, shape "
+                "and arch modules; a model without a layout borrows one as the engine does)")
+    ws["A1"].font = st.SECTION_FONT
+    _header(ws, 2, ["Model"] + [h for _, h, _, _ in SHAPE_COLUMNS] + ["Layout", "As of"])
+    models = [resolve.model(m) for m in catalog.models()]
+    for r, m in enumerate(models, start=3):
+        _fill(ws, r, [m.name] + [float(fn(m)) for _, _, fn, _ in SHAPE_COLUMNS] + [m.layout_from or "own", m.as_of],
+              [None] + [f for *_, f in SHAPE_COLUMNS] + [None, None])
+    last = 2 + len(models)
+    _name_column(book, SHAPES, "ShapeNames", 1, 3, last)
+    for i, (key, *_rest) in enumerate(SHAPE_COLUMNS, start=2):
+        _name_column(book, SHAPES, f"Shape_{key}", i, 3, last)
+    st.set_widths(ws, {"A": 20, **{col(i): 6.5 for i in range(2, len(SHAPE_COLUMNS) + 2)},
+                       col(len(SHAPE_COLUMNS) + 2): 9, col(len(SHAPE_COLUMNS) + 3): 10})
+    ws.row_dimensions[2].height = 90
+    ws.freeze_panes = "B3"
+    ws.print_title_rows = "1:2"
+    return ws
+
+
+def engines_sheet(book: Book):
+    ws = book.wb.create_sheet(ENGINES)
+    ws["A1"] = "Inference engine profiles (udfs/data/engines.csv: each row's source and basis are on the right)"
+    ws["A1"].font = st.SECTION_FONT
+    _header(ws, 2, ["Engine"] + [h for _, h, _ in ENGINE_COLUMNS] + ["Source"])
+    rows = engines.engines()
+    for r, e in enumerate(rows, start=3):
+        _fill(ws, r, [e.name] + [getattr(e, a) for a, _, _ in ENGINE_COLUMNS] + [e.source],
+              [None] + [f for *_, f in ENGINE_COLUMNS] + [None])
+        ws.cell(row=r, column=len(ENGINE_COLUMNS) + 2).alignment = st.WRAP
+    last = 2 + len(rows)
+    _name_column(book, ENGINES, "EngineNames", 1, 3, last)
+    for i, (attr, *_rest) in enumerate(ENGINE_COLUMNS, start=2):
+        _name_column(book, ENGINES, f"Eng_{attr}", i, 3, last)
+    first_mm = 2 + [a for a, *_ in ENGINE_COLUMNS].index("matmul_fraction_16")
+    book.define("Eng_matmul", f"'{ENGINES}'!${col(first_mm)}$3:${col(first_mm + 2)}${last}")
+    # the bits each matmul column is for, as numbers (a header row holds text)
+    bits_row = last + 2
+    ws.cell(row=bits_row, column=1, value="Bits of the columns above")
+    for i, bits in enumerate(MATMUL_BITS):
+        ws.cell(row=bits_row, column=first_mm + i, value=bits)
+    book.define("Eng_matmul_bits", f"'{ENGINES}'!${col(first_mm)}${bits_row}:${col(first_mm + 2)}${bits_row}")
+    st.set_widths(ws, {"A": 16, **{col(i): 8 for i in range(2, len(ENGINE_COLUMNS) + 2)},
+                       col(len(ENGINE_COLUMNS) + 2): 40})
+    ws.row_dimensions[2].height = 75
+    ws.freeze_panes = "B3"
+    ws.print_title_rows = "1:2"
+    return ws
+
+
+def _block(book: Book, ws, row: int, title: str, headers: list[str], rows: list[list], names: dict[int, str],
+           fmts: list | None = None, widths_ok: bool = True) -> int:
+    """A titled table at `row`; `names` {column: defined name} for its data columns. Returns the next free row."""
+    ws.cell(row=row, column=1, value=title).font = st.SECTION_FONT
+    _header(ws, row + 1, headers)
+    for r, values in enumerate(rows, start=row + 2):
+        _fill(ws, r, values, fmts)
+    first, last = row + 2, row + 1 + len(rows)
+    for column, name in names.items():
+        _name_column(book, ws.title, name, column, first, last)
+    return last + 2
+
+
+def figures_sheet(book: Book):
+    """Constants, per-GPU link and default engine, (engine, GPU) and (engine, format) figures,
+    per-format figures, and the layouts a bare parameter count borrows."""
+    ws = book.wb.create_sheet(SHEET)
+    ws["A1"] = "Figures the serving calculation looks up (written from Flopsheet's engine)"
+    ws["A1"].font = st.TITLE_FONT
+    ws["A2"] = ("Nothing here is typed by hand: each table is written from the engine's own constants and rules "
+                "when the workbook is made, so the sheet and the worksheet functions use the same figures.")
+    ws["A2"].font = st.NOTE_FONT
+    ws.cell(row=4, column=1, value="Constants").font = st.SECTION_FONT
+    _header(ws, 5, ["Constant", "Value", "Home in the code"])
+    for r, (name, label, value, basis) in enumerate(CONSTANTS, start=6):
+        _fill(ws, r, [label, value, basis], [None, "#,##0.##", None])
+        book.define(name, f"'{SHEET}'!$B${r}")
+    row = 6 + len(CONSTANTS) + 1
+    gpus = catalog.gpus()
+    row = _block(book, ws, row, "GPUs: default engine and GPU-to-GPU link",
+                 ["GPU", "Default engine", "Link (all-reduce latency; blank: unknown)", "Link GB/s (both directions)",
+                  "16-bit tensor TFLOPS (attention; blank: unknown)"],
+                 [[g.name, engines.default_engine_name(g), _link(g), g.interconnect_gbs, _peak(g, None)[0]]
+                  for g in gpus],
+                 {1: "SrvGpuNames", 2: "SrvGpu_engine", 3: "SrvGpu_link", 4: "SrvGpu_link_gbs", 5: "SrvGpu_peak16"})
+    pairs = [(e, g) for e in engines.engines() for g in gpus]
+    row = _block(book, ws, row, "Engine on a GPU: achieved share of memory bandwidth, batch limit",
+                 ["Engine | GPU", "Bandwidth share", "Batch cap (blank: none)"],
+                 [[e.name + SEP + g.name, e.bandwidth_fraction(g), e.batch_cap(g)] for e, g in pairs],
+                 {1: "EG_keys", 2: "EG_bandwidth", 3: "EG_cap"}, [None, "0.00", "#,##0"])
+    precisions = catalog.precisions()
+    row = _block(book, ws, row, "A number format on a GPU: the tensor rate its products get, the units' width, "
+                 "weights dequantised to 16-bit (1: yes); blank: the catalog has no figure or the GPU no units",
+                 ["GPU | format", "Products TFLOPS (dense)", "Units (bits)", "Weight-only (1: yes)"],
+                 [[g.name + SEP + p.name, *_peak(g, p), 1 if g.weight_only(p) else 0]
+                  for g in gpus for p in precisions],
+                 {1: "GP_keys", 2: "GP_tflops", 3: "GP_bits", 4: "GP_weight_only"}, [None, "#,##0.0", "0", "0"])
+    row = _block(book, ws, row, "Engine and weight format: the KV-cache format the engine uses",
+                 ["Engine | format", "KV-cache format"],
+                 [[e.name + SEP + p.name, e.kv_format(p)] for e in engines.engines() for p in precisions],
+                 {1: "EP_keys", 2: "EP_kv"})
+    row = _block(book, ws, row, "Engine choices (the plan's drop-down)", ["Engine"],
+                 [[name] for name in engine_choices()], {1: "ListEngines"})
+    lenders = _lenders()
+    row = _block(book, ws, row, "A bare parameter count borrows the layout of the dense catalog model nearest in size "
+                 "(by ratio): counts from the first column up take the model beside them",
+                 ["From (parameters)", "Layout of"], lenders, {1: "SrvLenderFrom", 2: "SrvLenderNames"},
+                 ["#,##0", None])
+    st.set_widths(ws, {"A": 46, "B": 22, "C": 30, "D": 16})
+    ws.freeze_panes = "A4"
+    return ws
+
+
+def _peak(g, precision) -> tuple[float | None, int | None]:
+    """(TFLOPS, unit bits) a format's products get on the GPU (None: attention, on the 16-bit
+    units), as the engine takes them (serving.peak_flops); blanks where the engine refuses."""
+    try:
+        flops, bits = serving.peak_flops(g, precision, "the serving calculation")
+    except FlopsheetError:
+        return None, None
+    return flops / TERA, bits
+
+
+def _link(g) -> str | None:
+    """The link kind the engine's all-reduce latency uses; blank where the link rate is unknown."""
+    try:
+        return capacity._link(g, 2)
+    except FlopsheetError:
+        return None
+
+
+def _lenders() -> list[list]:
+    """The models resolve.lender lends a layout from, in size order, each from the geometric
+    midpoint with the one below (the rule is nearest by ratio). Each lender lends to its own
+    size, so asking the rule for every catalog size finds them all."""
+    seen = {}
+    for m in catalog.models():
+        if m.total_params:
+            found = resolve.lender(m.total_params)
+            seen[found.total_params] = found.name
+    sizes = sorted(seen)
+    rows = [[0.0, seen[sizes[0]]]]
+    for lo, hi in pairwise(sizes):
+        rows.append([math.sqrt(lo * hi), seen[hi]])
+    return rows
+
+
+def write(book: Book):
+    figures_sheet(book)
+    engines_sheet(book)
+    shapes_sheet(book)
+
+
+def engine_choices() -> list[str]:
+    return [DEFAULT_ENGINE] + engines.engine_names()
