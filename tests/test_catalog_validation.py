@@ -157,3 +157,15 @@ def test_packaged_rows_meet_the_private_rules(table):
         bad = [(c, why) for c, kind in columns.items() if (why := pc.check_cell(table, c, row[c], kind))]
         bad += pc.row_problems(table, row)
         assert not bad, (row.get("name"), bad)
+
+
+def test_spec_texts_are_held_to_the_catalog_ranges():
+    """GPU_DEFINE / MODEL_DEFINE texts meet the ranges a private catalog row meets (one range check)."""
+    import udfs
+    from udfs.errors import FlopsheetError
+    refused = pc.check_cell("gpus.csv", "bandwidth_tbs", "1e308", "float | None")
+    for call in (("GPU_TOKENS_PER_SEC", "gpu: 80GB 1e308TB/s", 14), ("GPU_DEFINE", 80, 1e308)):
+        with pytest.raises(FlopsheetError) as e:
+            udfs.call(*call)
+        assert e.value.code == "#NUM!" and e.value.message == f"GPU spec: {refused}"
+    assert udfs.call("PARAM_COUNT", "model: 32L d4096 h32/kv8 ffn14336 v128256") == 8030261248

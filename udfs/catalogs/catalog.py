@@ -26,6 +26,7 @@ def _packaged(name: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
+@cache
 def columns(name: str) -> dict[str, str]:
     """A table's columns (packaged header order) with their types ("float | None", "bool", ...)."""
     cls = _table_class(name)

@@ -51,7 +51,7 @@ SHARE = _R(0, 1, low_open=True)                 # a share of a peak: (0, 1]
 # The allowed values of every numeric catalog column: positive where zero is meaningless (a GPU
 # with no memory, a free H100), and bounded far above any real part so that a slip (1e308, a
 # figure typed in the wrong unit a million times too large) is refused instead of computed
-# with. Packaged rows satisfy these (tests/test_private_catalog.py checks it); one table for
+# with. Packaged rows satisfy these (tests/test_catalog_validation.py checks it); one table for
 # `flopsheet catalog check` and the loader, so the two can never disagree.
 _TFLOPS = _R(0, 1e6)             # a million TFLOPS: an exaFLOP per chip; 0: no units for the format (blank: unknown)
 _PRICE = _R(0, 1e8, low_open=True)              # $100M for one GPU or its share of a system

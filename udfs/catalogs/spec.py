@@ -19,7 +19,7 @@ from functools import lru_cache
 from types import SimpleNamespace
 from collections.abc import Callable
 
-from ..errors import value_error
+from ..errors import num_error, value_error
 from ..physics.shape import EXTRAS, counts
 
 MODEL_PREFIX, GPU_PREFIX = "model:", "gpu:"
@@ -175,9 +175,20 @@ def model_row(spec: dict, name: str = "") -> dict:
         row["ffn"] = spec["spec_ffn"]
     n = counts(SimpleNamespace(**row))
     row.update(params=n["total"], active_params=n["active"] if spec.get("n_experts") else None)
+    _within_limits("models.csv", row, "model")
     row["name"] = name or format_model(row)
     row.setdefault("source", "MODEL_DEFINE")
     return row
+
+
+def _within_limits(table: str, row: dict, what: str) -> None:
+    """The ranges a catalog row of `table` must meet (private_catalog.LIMITS: the one range
+    check), so a spec text is held to what a private catalog CSV is: 1e308 TB/s is refused."""
+    from . import catalog, private_catalog
+    columns = catalog.columns(table)
+    reasons = private_catalog.row_reasons(table, private_catalog.row_text(row, columns), columns)
+    if reasons:
+        raise num_error(f"{what} spec: {reasons[0][1]}")
 
 
 def _check_model(row: dict, spec: dict) -> None:
@@ -275,6 +286,7 @@ def gpu_row(row: dict, name: str = "") -> dict:
         row["memory_type"] = "Unified memory"
     if row.get("interconnect_gbs"):
         row.setdefault("interconnect", f"{fmt_number(row['interconnect_gbs'])} GB/s")
+    _within_limits("gpus.csv", row, "GPU")
     row["name"] = name or format_gpu(row)
     row.setdefault("source", "GPU_DEFINE")
     return row
