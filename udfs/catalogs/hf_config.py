@@ -20,6 +20,7 @@ import json
 from datetime import date
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 from .. import numbers
 from ..errors import FlopsheetError, quote, value_error
@@ -28,12 +29,12 @@ from . import catalog, private_catalog
 
 # Fields some official configs leave out because transformers fills them in (defaults of
 # the model type's config class), and properties of a family that no field states.
-STYLE_DEFAULTS = {
+STYLE_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma3_text": {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208,
                     "sliding_window_pattern": 6, "max_position_embeddings": 131072, "tie_word_embeddings": True},
     "gemma2": {"tie_word_embeddings": True},
 }
-STYLE_FACTS = {
+STYLE_FACTS: dict[str, dict[str, Any]] = {
     "qwen2": {"attn_bias": True},
     "qwen2_moe": {"attn_bias": True},
     "qwen3": {"extras": ["qk_norm"]},
@@ -230,7 +231,7 @@ def shape_row(config: dict) -> dict:
     missing = [n for n in needed if cfg.get(n) in (None, "")]
     if missing:
         raise value_error(f"config.json lacks {', '.join(missing)}")
-    layers = _int(cfg, "num_hidden_layers")
+    layers = _int(cfg, "num_hidden_layers") or 0          # given: checked just above
     facts = STYLE_FACTS.get(model_type, {})
     extras = list(facts.get("extras", []))
     if "topk_method" in cfg and cfg["topk_method"] == "noaux_tc":       # DeepSeek-V3 score-correction bias
@@ -282,8 +283,8 @@ def _refuse_contradictions(row: dict, only: tuple[str, ...] = ()) -> None:
 
 
 def default_name(config: dict, path: str | Path) -> str:
-    inner = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
-    name = config.get("_name_or_path") or inner.get("_name_or_path")
+    inner = config.get("text_config")
+    name = config.get("_name_or_path") or (inner.get("_name_or_path") if isinstance(inner, dict) else None)
     if isinstance(name, str) and name.strip():
         return str(name).rsplit("/", 1)[-1]
     stem = Path(path).stem
