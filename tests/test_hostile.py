@@ -444,3 +444,35 @@ def test_catalog_names_that_look_like_formulas_are_written_as_text(tmp_path, hos
                     elif cell.data_type == "f":
                         assert "40+2" not in cell.value and "HYPERLINK" not in cell.value, (path.name, cell.value)
     assert {n for wb, n in seen if wb == "gpu_comparison.xlsx"} == set(FORMULA_NAMES)
+
+
+# ---------------------------------------------------------------- issue 23 item 8: report, clear errors only
+SERVE_BY_USERS = "daily_users = 50_000\nrequests_per_user_per_day = 10\npeak_to_average = 3\n"
+
+
+@pytest.mark.parametrize("change,words", [
+    (lambda t: t.replace('name = "Serve', 'name = "\\u0007Serve'), ["name", "control character"]),
+    (lambda t: t.replace('name = "Serve', 'name = "\\u001b[2JServe'), ["name", "control character"]),
+    (lambda t: t.replace(SERVE_BY_USERS, "requests_per_minute = 1e308\n"), ["requests_per_minute"]),
+    (lambda t: t.replace("daily_users = 50_000", "daily_users = 1e-300"), ["daily_users"]),
+    (lambda t: t.replace("daily_users = 50_000", "daily_users = 1e300"), ["daily_users"]),
+    (lambda t: t.replace("requests_per_user_per_day = 10", "requests_per_user_per_day = 1e300"),
+     ["requests_per_user_per_day"]),
+])
+def test_report_refuses_impossible_scenarios_with_a_clear_error(tmp_path, change, words):
+    assert SERVE_BY_USERS in SERVE_8B
+    path = tmp_path / "s.toml"
+    path.write_text(change(SERVE_8B))
+    proc = flopsheet("report", path, "-o", tmp_path / "r.xlsx")
+    assert_clear_failure(proc, *words)
+    assert len(proc.stderr.strip()) <= 500 and not (tmp_path / "r.xlsx").exists()
+
+
+def test_report_messages_stay_short_with_a_long_path(tmp_path):
+    folder = tmp_path / ("d" * 200) / ("e" * 200)
+    folder.mkdir(parents=True)
+    path = folder / ("s" * 200 + ".toml")
+    path.write_text(SERVE_8B.replace("daily_users = 50_000", "daily_users = 1e-300"))
+    proc = flopsheet("report", path, "-o", folder / ("r" * 200 + ".xlsx"))
+    assert_clear_failure(proc)
+    assert max(len(line) for line in proc.stderr.splitlines()) <= 500, proc.stderr

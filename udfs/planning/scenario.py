@@ -6,6 +6,8 @@ examples/README.md.
 
 from __future__ import annotations
 
+import re
+
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -227,6 +229,9 @@ def _choice(table: dict, key: str, where: str, choices, default=None, required=F
     return v.strip().lower()
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")   # tab, newline and return are text
+
+
 def _text(table: dict, key: str, where: str, required=False, default="") -> str:
     if key not in table:
         if required:
@@ -237,6 +242,9 @@ def _text(table: dict, key: str, where: str, required=False, default="") -> str:
         raise ScenarioError(f"{where}{key}: must be text, got {_type_name(v)} {quote(v)}")
     if len(v) > 500:
         raise ScenarioError(f"{where}{key}: too long ({len(v)} characters; at most 500)")
+    bad = next((ch for ch in v if _CONTROL.fullmatch(ch)), None)
+    if bad is not None:   # a workbook cannot hold them (openpyxl refuses) and a terminal obeys them
+        raise ScenarioError(f"{where}{key}: contains the control character {bad!r}; use plain text")
     return v
 
 
@@ -422,16 +430,26 @@ def _model(w: dict) -> tuple[catalog.Model, str]:
                         "count (workload.params)")
 
 
+# Traffic bounds: far above any real service, so that no figure derived from them overflows
+# (1e308 requests per minute crashed the capacity plan): 1e9 requests/min is ~17 million per
+# second; 1e10 daily users exceeds the world's population; 1e5 requests a user a day is more
+# than one a second all day.
+MAX_REQUESTS_PER_MINUTE = 1e9
+MAX_DAILY_USERS = 1e10
+MAX_REQUESTS_PER_USER_PER_DAY = 1e5
+
+
 def _serving(w: dict, sc: Scenario):
-    rpm = _number(w, "requests_per_minute", "workload", low=0, low_open=True)
-    users = _number(w, "daily_users", "workload", low=0, low_open=True)
+    rpm = _number(w, "requests_per_minute", "workload", low=0, low_open=True, high=MAX_REQUESTS_PER_MINUTE)
+    users = _number(w, "daily_users", "workload", low=1, high=MAX_DAILY_USERS)
     if rpm is not None and users is not None:
         raise ScenarioError("workload.requests_per_minute / workload.daily_users: give one, not both")
     if rpm is None and users is None:
         raise ScenarioError("workload.requests_per_minute: missing; kind = \"serve\" needs requests_per_minute "
                             "or daily_users (with requests_per_user_per_day and peak_to_average)")
     if users is not None:
-        per_user = _number(w, "requests_per_user_per_day", "workload", required=True, low=0, low_open=True)
+        per_user = _number(w, "requests_per_user_per_day", "workload", required=True, low=0, low_open=True,
+                           high=MAX_REQUESTS_PER_USER_PER_DAY)
         peak = _number(w, "peak_to_average", "workload", default=2.0, low=1, high=100)
         sc.daily_users, sc.requests_per_user_per_day, sc.peak_to_average = users, per_user, peak
         rpm = users * per_user / (24 * 60) * peak

@@ -78,22 +78,25 @@ def progress(steps: int, what: str):
 # ---------------------------------------------------------------- CLI (parser in workbook_templates/cli.py)
 def run_command(args) -> int:
     from udfs.cli.safe_write import WriteError
-    from udfs.errors import FlopsheetError
+    from udfs.errors import FlopsheetError, clip
+
+    def fail(message: str) -> int:   # one line of at most 500 characters, whatever the paths
+        print(clip(f"report: {message}"), file=sys.stderr)
+        return 2
+
     out = Path(args.output)
     if out.suffix.lower() != ".xlsx":
-        print(f"report: the output must be an .xlsx file, got {out.name}", file=sys.stderr)
-        return 2
+        return fail(f"the output must be an .xlsx file, got {out.name}")
     try:
         res = write_report(args.scenario, out, force=args.force, with_csv=args.csv)
     except ReportExists as e:
-        print(f"report: {e}", file=sys.stderr)
-        return 2
+        return fail(str(e))
     except FlopsheetError as e:
-        print(f"report: {args.scenario}: {e}", file=sys.stderr)
-        return 2
+        return fail(f"{args.scenario}: {e}")
+    except (OverflowError, ZeroDivisionError):   # a backstop: scenario ranges keep figures finite
+        return fail(f"{args.scenario}: #NUM!: the inputs are too large or too small to compute with")
     except (WriteError, OSError) as e:
-        print(f"report: {e}", file=sys.stderr)
-        return 2
+        return fail(str(e))
     best = res.best
     summary = (f"recommended: {best.label}, ${best.total_cost:,.0f}" + (" per month" if res.scenario.serving else "")
                if best else "no option meets every constraint")
