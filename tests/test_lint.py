@@ -23,3 +23,8 @@ def _run(module: str, *args: str) -> subprocess.CompletedProcess:
 def test_ruff_check_is_clean():
     done = _run("ruff", "check", ".")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_udfs_is_clean():
+    done = _run("mypy", "udfs")
+    assert done.returncode == 0, done.stdout + done.stderr

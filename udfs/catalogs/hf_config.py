@@ -231,7 +231,9 @@ def shape_row(config: dict) -> dict:
     missing = [n for n in needed if cfg.get(n) in (None, "")]
     if missing:
         raise value_error(f"config.json lacks {', '.join(missing)}")
-    layers = _int(cfg, "num_hidden_layers") or 0          # given: checked just above
+    layers = _int(cfg, "num_hidden_layers")
+    if layers is None:                                            # checked above: never blank here
+        raise value_error("config.json lacks num_hidden_layers")
     facts = STYLE_FACTS.get(model_type, {})
     extras = list(facts.get("extras", []))
     if "topk_method" in cfg and cfg["topk_method"] == "noaux_tc":       # DeepSeek-V3 score-correction bias

@@ -129,7 +129,7 @@ def _alive(pid: int) -> bool:
 def remove_stale_temporaries(path: Path) -> list[Path]:
     """Remove the temporary files earlier killed writes of `path` left beside it."""
     pattern = re.compile(rf"\.{re.escape(path.name)}\.(?:(\d+)\.)?[A-Za-z0-9_]{{8}}\.tmp")
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(path.parent))
     except OSError:

@@ -120,10 +120,12 @@ def regime_of(metric: str, gpu, moe: bool, n_gpus: int | None = 1, engine: str =
 def parse(text: str) -> tuple[Measured, ...]:
     rows = []
     for r in csv.DictReader(io.StringIO(text)):
-        values = {c: r[c] for c in COLUMNS}
-        values.update(params_b=float(r["params_b"]), n_gpus=int(r["n_gpus"]), error_in=float(r["error_in"]),
-                      error_out=float(r["error_out"]))
-        rows.append(Measured(**values))
+        rows.append(Measured(
+            metric=r["metric"], engine=r["engine"], vendor=r["vendor"], family=r["family"],
+            architecture=r["architecture"], layout=r["layout"], model=r["model"], params_b=float(r["params_b"]),
+            gpu=r["gpu"], precision=r["precision"], n_gpus=int(r["n_gpus"]), error_in=float(r["error_in"]),
+            error_out=float(r["error_out"]), row=r["row"], description=r["description"], source=r["source"],
+            as_of=r["as_of"]))
     return tuple(rows)
 
 
