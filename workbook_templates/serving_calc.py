@@ -302,7 +302,7 @@ def build(book: Book, inputs: Inputs) -> dict[str, C]:
     s.value("SrvBestGpus", "Fewest GPUs", f"MIN({usable})", "", "#,##0")
     s.value("SrvKept", "Kept group (column)", f'IF(SrvFits="yes",MATCH(SrvBestGpus,{usable},0),1)', "1 = 1 GPU, "
             "2 = 2 GPUs, 3 = 4 GPUs, 4 = 8 GPUs", "0")
-    for key, r in rows.items():
+    for r in rows.values():
         cell = ws.cell(row=r, column=CHOSEN_COL, value=f"=INDEX(${first}{r}:${last}{r},1,SrvKept)")
         fmt = ws.cell(row=r, column=FIRST_GROUP_COL).number_format
         st.style_output(cell, fmt)
@@ -336,7 +336,7 @@ def _search_sheet(book: Book, rows: dict[str, int], out: str) -> dict[str, int]:
     ws.merge_cells("A2:E2")
     ws.row_dimensions[2].height = 45
     ws.cell(row=4, column=1, value="GPUs per copy")
-    for j, n in enumerate(GROUPS):
+    for j in range(len(GROUPS)):
         ws.cell(row=4, column=FIRST_GROUP_COL + j, value=f"=\'{SHEET}\'!{col(FIRST_GROUP_COL + j)}{rows['n']}")
     st.style_header_row(ws, 4, 1, CHOSEN_COL - 1)
     r = 5
