@@ -245,3 +245,9 @@ def test_private_catalog_says_no_units_with_0(private):
     assert gpu.has_units("fp8") is False and gpu.weight_only("fp8")
     assert call("PREFILL_TOKENS_PER_SEC", "Llama 3.1 8B", "Acme X7", "fp8") >= \
         call("PREFILL_TOKENS_PER_SEC", "Llama 3.1 8B", "Acme X7", "bf16")
+
+
+def test_model_define_experts_without_top_k_is_refused_not_top_1():
+    e = error("MODEL_DEFINE", 32, 4096, 32, 8, 14336, 128256, 0, 8)
+    assert e.code == "#VALUE!" and "experts_per_token" in e.message
+    assert "experts8/top2" in call("MODEL_DEFINE", 32, 4096, 32, 8, 14336, 128256, 0, 8, 2)

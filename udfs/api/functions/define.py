@@ -52,7 +52,7 @@ def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts,
                  q_lora_rank, context_length, attn_bias, qk_norm):
     fields = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "spec_ffn": ffn,
               "vocab": vocab, "head_dim": head_dim, "n_experts": experts,
-              "experts_per_token": experts_per_token or (1 if experts else 0), "shared_experts": shared_experts,
+              "experts_per_token": experts_per_token, "shared_experts": shared_experts,
               "moe_ffn": moe_ffn, "dense_layers": dense_layers, "sliding_window": sliding_window,
               "local_layers": local_layers, "kv_lora_rank": kv_lora_rank, "qk_rope_dim": qk_rope_dim,
               "q_lora_rank": q_lora_rank, "context_length": context_length, "tied_embeddings": tied,
