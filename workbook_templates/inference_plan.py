@@ -60,9 +60,8 @@ def build(path, inputs: dict | None = None) -> Book:
                  "unless you change it."],
                 inputs=inputs)
     ws = book.sheet("Serving", "Inference serving plan",
-                    "GPUs needed: the serving model (continuous batching, KV cache, engine; see 'Serving "
-                    "calculation'). "
-                    "The lesson's estimate: batch x bandwidth x efficiency / model size, memory = weights + 20%.")
+                    "GPUs needed: the serving model, step by step on 'Serving calculation'. Beside it, the lesson's "
+                    "estimate.")
     book.section(ws, 4, "Inputs")
     inp = {}
     spec = [
@@ -120,7 +119,7 @@ def build(path, inputs: dict | None = None) -> Book:
         return coord
 
     res["gpus_needed"] = _serving(book, ws, row, inp, calc)
-    lesson_gpus = row("The lesson's estimate: GPUs for the throughput (batch x bandwidth / size)", "GPUs")
+    lesson_gpus = row("The lesson's estimate: GPUs for the traffic", "GPUs")
     per = inp["IP_GPUsPerInstance"]
     need_ref, per_ref = res["gpus_needed"].coord, per.coord
     res["inst"] = book.glue(ws, row("Instances needed (serving model)", "instances"),

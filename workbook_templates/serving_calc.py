@@ -25,7 +25,7 @@ SEARCH_STEPS = 22                            # bisection steps: enough for a bat
 CANDIDATES = tuple(2 ** i for i in range(12))   # 1 .. 2048: the batches shown step by step
 # number formats that scale rather than show scientific notation
 BYTES_PER_S = '[>=1E12]#,##0.00,,,," TB/s";#,##0.0,,," GB/s"'
-FLOP_PER_S = '[>=1E15]#,##0.00,,,,," PFLOP/s";#,##0.0,,,," TFLOP/s"'
+FLOP_PER_S = '[>=1E15]#,##0.00,,,,," PFLOP/s";#,##0,,,," TFLOP/s"'
 FLOP_COUNT = '[>=1E15]#,##0.00,,,,," PFLOP";[>=1E12]#,##0.0,,,," TFLOP";#,##0.0,,," GFLOP"'
 SECONDS = '0.000000" s"'
 
@@ -150,7 +150,7 @@ def _figures(s: Sheet, i: Inputs):
     s.value("SrvFlops", "Products run at (FLOP/s)", "SrvPeak*SrvK_Tera*SrvMatmulFrac", "", FLOP_PER_S)
     s.value("SrvFlops16", "Attention runs at (FLOP/s)", "SrvPeak16*SrvK_Tera*SrvMatmulFrac16", "", FLOP_PER_S)
     s.value("SrvHasPeak", "The catalog has the GPU's tensor TFLOPS?", 'IF(AND(SrvPeak>0,SrvPeak16>0),"yes","no")',
-            "without it the step time cannot be estimated (the engine answers #VALUE!)")
+            "without it the step time cannot be estimated (the engine answers #N/A or #VALUE!)")
 
     p, o = i.prompt.ref(SHEET, absolute=True), i.output.ref(SHEET, absolute=True)
     s.section("Traffic and lengths")
@@ -268,10 +268,10 @@ def build(book: Book, inputs: Inputs) -> dict[str, C]:
     last_lo = f"'{SEARCH}'!{{c}}{search_rows['final']}"
     group = [
         ("TPOT at batch 1 (ms)", "tpot1", tpot_ms("{c}", rows, "1", out), st.MS),
-        ("Batch (largest within the limit and the TPOT target)", "batch", last_lo, "#,##0"),
+        ("Batch (within limit and TPOT target)", "batch", last_lo, "#,##0"),
         ("TPOT at that batch (ms)", "tpot", tpot_ms("{c}", rows, "{c}{batch}", out), st.MS),
         ("Throughput per copy (output tokens/s)", "tps", 'IF(ISNUMBER({c}{tpot}),{c}{batch}/({c}{tpot}/1000),"n/a")',
-         st.TOK_S),
+         "#,##0"),
         ("Copies the traffic needs", "copies",
          'IF(ISNUMBER({c}{tps}),MAX(1,ROUNDUP(SrvDemand/{c}{tps}-0.000000001,0)),"n/a")', "#,##0"),
         ("GPUs", "gpus", 'IF(ISNUMBER({c}{copies}),{c}{copies}*{c}{n},"n/a")', "#,##0"),
@@ -296,8 +296,9 @@ def build(book: Book, inputs: Inputs) -> dict[str, C]:
     def count(text: str) -> str:
         return ",".join(f'IF({col(FIRST_GROUP_COL + j)}{rows["status"]}="{text}",1,0)' for j in range(len(GROUPS)))
     # as the engine: a group it cannot estimate (a figure missing) stops the comparison
-    s.value("SrvMissing", "Figure the catalog lacks (the engine answers #N/A)",
-            f'IF(SUM({count(LINK_MISSING)})>0,"no link rate",IF(SUM({count(PEAK_MISSING)})>0,"no tensor TFLOPS","none"))')
+    s.value("SrvMissing", "Figure the catalog lacks",
+            f'IF(SUM({count(LINK_MISSING)})>0,"no link rate",IF(SUM({count(PEAK_MISSING)})>0,"no tensor TFLOPS","none"))',
+            "the engine answers #N/A")
     s.value("SrvFits", "Does any group work?", f'IF(AND(SrvMissing="none",SUM({count("ok")})>0),"yes","no")')
     s.value("SrvBestGpus", "Fewest GPUs", f"MIN({usable})", "", "#,##0")
     s.value("SrvKept", "Kept group (column)", f'IF(SrvFits="yes",MATCH(SrvBestGpus,{usable},0),1)', "1 = 1 GPU, "
@@ -311,7 +312,7 @@ def build(book: Book, inputs: Inputs) -> dict[str, C]:
             f'IF(AND(SrvCap>0,${col(CHOSEN_COL)}${rows["fits"]}>SrvCap),"engine batch cap","KV cache"))')
     kept = {k: C(SHEET, f"{col(CHOSEN_COL)}{r}", number=True) for k, r in rows.items()}
     _candidates(s, rows, out)
-    st.set_widths(ws, {"A": 38, **{col(c): 11.5 for c in range(2, 12)}})   # prints one page wide at >= 8 pt
+    st.set_widths(ws, {"A": 36, "B": 13.5, **{col(c): 11.5 for c in range(3, 12)}})   # prints one page wide at >= 8 pt
     ws.freeze_panes = "B4"
     return {**kept, "any": C(SHEET, _named_cell(book, "SrvFits")), "best": C(SHEET, _named_cell(book, "SrvBestGpus")),
             "limited_by": C(SHEET, _named_cell(book, "SrvLimitedBy")),
@@ -345,8 +346,9 @@ def _search_sheet(book: Book, rows: dict[str, int], out: str) -> dict[str, int]:
     ws.cell(row=hi_row, column=1, value="Start: largest batch still possible (the limit)")
     for j in range(len(GROUPS)):
         c = col(FIRST_GROUP_COL + j)
-        ws.cell(row=lo_row, column=FIRST_GROUP_COL + j, value="=1")
-        ws.cell(row=hi_row, column=FIRST_GROUP_COL + j, value=f"=MAX(1,'{SHEET}'!{c}{rows['limit']})")
+        st.style_output(ws.cell(row=lo_row, column=FIRST_GROUP_COL + j, value="=1"), "#,##0")
+        st.style_output(ws.cell(row=hi_row, column=FIRST_GROUP_COL + j,
+                                value=f"=MAX(1,'{SHEET}'!{c}{rows['limit']})"), "#,##0")
     r += 2
     for step in range(1, SEARCH_STEPS + 1):
         labels = (f"Step {step}: batch tried", f"Step {step}: its TPOT (ms)",
@@ -375,7 +377,7 @@ def _search_sheet(book: Book, rows: dict[str, int], out: str) -> dict[str, int]:
 
 
 CANDIDATE_HEADERS = ["Batch", "Within the limit?", "Weights (ms)", "Attention (ms)", "All-reduce (ms)",
-                     "Fixed (ms)", "Step (ms)", "Prefill share (ms)", "TPOT (ms)", "Throughput (tok/s)",
+                     "Fixed (ms)", "Step (ms)", "Prefill share (ms)", "TPOT (ms)", "Throughput (output tok/s)",
                      "Meets the TPOT target?"]
 
 
@@ -405,7 +407,7 @@ def _candidates(s: Sheet, rows: dict[str, int], out: str):
                  f"1000*({kept['arlat']}+{kept['artok']}*{a})", f"1000*{kept['fixed']}", guard(f"SUM(C{r}:F{r})"),
                  guard(f"1000*{a}*{kept['prefill']}/{out}"), guard(f"G{r}+H{r}"), guard(f"{a}/(I{r}/1000)"),
                  f'IF(I{r}<=SrvTarget,"yes","no")']
-        fmts = [None, st.MS, st.MS, st.MS, st.MS, st.MS, st.MS, st.MS, st.TOK_S, None]
+        fmts = [None, st.MS, st.MS, st.MS, st.MS, st.MS, st.MS, st.MS, "#,##0", None]
         for j, (f, fmt) in enumerate(zip(cells, fmts), start=2):
             st.style_output(ws.cell(row=r, column=j, value="=" + f), fmt)
     ws.cell(row=head + 1 + len(batches), column=1,
