@@ -251,3 +251,29 @@ def test_model_define_experts_without_top_k_is_refused_not_top_1():
     e = error("MODEL_DEFINE", 32, 4096, 32, 8, 14336, 128256, 0, 8)
     assert e.code == "#VALUE!" and "experts_per_token" in e.message
     assert "experts8/top2" in call("MODEL_DEFINE", 32, 4096, 32, 8, 14336, 128256, 0, 8, 2)
+
+
+@pytest.fixture
+def private_models(tmp_path, monkeypatch):
+    def use(text: str):
+        (tmp_path / "models.csv").write_text(text, encoding="utf-8")
+        monkeypatch.setenv("FLOPSHEET_CATALOG", str(tmp_path))
+        catalog.reload()
+    yield use
+    monkeypatch.delenv("FLOPSHEET_CATALOG", raising=False)
+    catalog.reload()
+
+
+def test_training_memory_needs_the_vocabulary_not_zero_logits(private_models):
+    """A private model given its parameter count and layers but no vocabulary: training memory is
+    #N/A naming vocab (it counted 0 logits), and the catalog's Llama 2 7B is unchanged by the rule."""
+    private_models("name,params,layers,hidden,heads,kv_heads,ffn\nAcme LM,7e9,32,4096,32,32,11008\n")
+    e = error("TRAINING_MEMORY_GB", "Acme LM")
+    assert e.code == "#N/A" and "vocab" in e.message and "Acme LM" in e.message
+    assert call("TRAINING_MEMORY_GB", "Llama 2 7B") > 0
+
+
+def test_speedup_needs_the_figure_it_compares():
+    gpu = define(bf16_tflops="", fp8_tflops="", gpu_name="No Tensor Figure")
+    assert_names(error("SPEEDUP", gpu), "bf16_tflops", "No Tensor Figure")
+    assert call("SPEEDUP", gpu, "A100", "inference") == pytest.approx(3.35 / catalog.gpu("A100").bandwidth_tbs)
