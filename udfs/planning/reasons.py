@@ -28,7 +28,6 @@ TEMPLATES: dict[tuple[Status, frozenset[str]], str] = {
     (Status.OK, frozenset({"cost_ratio"})): "fits, {cost_ratio:.2f}x the winner's cost",
     (Status.OK, frozenset({"time_ratio"})): "fits, {time_ratio:.2f}x the winner's time",
     (Status.OK, frozenset({"throughput_ratio"})): "fits, {throughput_ratio:.2f}x the winner's tokens/s per GPU",
-    (Status.NO_SPEC, frozenset({"precision"})): "no dense {precision} figure in the catalog",
     (Status.NO_SPEC, frozenset({"detail"})): "{detail}",
     (Status.NO_SPEC, frozenset({"figure", "needed_for", "how"})):
         "not comparable: {needed_for} needs {figure}, which the catalog does not have ({how})",
