@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from openpyxl.chart import Reference
 
-from udfs.physics.economics import Ownership
+from udfs.physics import defaults
+from udfs.physics.economics import HOURS_PER_MONTH, Ownership
 
 from . import serving_calc
 from . import serving_figures as sf
@@ -68,14 +69,14 @@ def build(path, inputs: dict | None = None) -> Book:
         ("requests_per_minute", "Requests per minute", 1000, "#,##0", "requests/min", None),
         ("output_tokens", "Output tokens per request", 200, "#,##0", "tokens", None),
         ("prompt_tokens", "Input (prompt) tokens per request", 500, "#,##0", "tokens", None),
-        ("IP_Headroom", "Burst headroom", 0.2, st.FRACTION, "", None),
+        ("IP_Headroom", "Burst headroom", defaults.HEADROOM, st.FRACTION, "", None),
         ("IP_Latency", "Latency target per response", 5, "0.0", "s", None),
         ("model", "Model (or a parameter count)", "Llama 2 7B", None, "", "CatModelNames"),
         ("precision", "Precision", "fp16", None, "", "CatPrecisionNames"),
         ("gpu", "GPU", "H100 SXM 80GB", None, "", "CatGpuNames"),
         ("engine", "Inference engine", sf.DEFAULT_ENGINE, None, "", "ListEngines"),
         ("IP_Batch", "Lesson's estimate: batch size", 1, "#,##0", "sequences", None),
-        ("IP_Efficiency", "Lesson's estimate: bandwidth efficiency", 0.7, st.FRACTION, "", None),
+        ("IP_Efficiency", "Lesson's estimate: bandwidth efficiency", defaults.BANDWIDTH_EFFICIENCY, st.FRACTION, "", None),
         ("IP_Headroom_GB", "Lesson's estimate: memory kept free per GPU", 5, st.GB, "GB", None),
         ("IP_GPUsPerInstance", "GPUs per instance", 8, "0", "GPUs", None),
         ("IP_CloudRate", "Cloud price per GPU-hour", CATALOG_INPUTS["IP_CloudRate"], st.USD, "$/GPU-hour", None),
@@ -85,7 +86,7 @@ def build(path, inputs: dict | None = None) -> Book:
         ("IP_Kwh", "Owned: electricity price", Ownership.usd_per_kwh, '"$"0.000', "$/kWh", None),
         ("IP_Lifetime", "Owned: lifetime", Ownership.lifetime_years, "0.0", "years", None),
         ("IP_Utilization", "Owned: utilization", Ownership.utilization, st.FRACTION, "", None),
-        ("IP_HoursPerMonth", "Hours per month", 730, "#,##0", "hours", None),
+        ("IP_HoursPerMonth", "Hours per month", HOURS_PER_MONTH, "#,##0", "hours", None),
         ("IP_ApiIn", "API price, input tokens", 3.0, st.USD, "$ per 1M", None),
         ("IP_ApiOut", "API price, output tokens", 15.0, st.USD, "$ per 1M", None),
     ]
