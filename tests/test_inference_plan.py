@@ -42,6 +42,7 @@ CASES = [
     ("Qwen3 0.6B", "B200 180GB", "bf16", 100000, 128, 1500, 60, "SGLang", 0.2),       # huge KV fit
     ("Llama 3 70B", "A100 PCIe 80GB", "fp8", 1000, 128, 200, 5, "vLLM", 0.5),         # no FP8 tensor cores
     ("Llama 3.1 70B", "MI325X 256GB", "fp16", 3000, 1000, 300, 6, DEFAULT, 0.2),      # AMD: vLLM by default
+    ("Qwen3 8B", "H200 SXM 141GB", "fp8", 4000, 1500, 400, None, DEFAULT, 0.2),      # no latency target
 ]
 # no link rate in the catalog (and no tensor figure): the sheet says so instead of guessing
 NO_LINK = ("Llama 3.1 8B", "Apple M4 Max 128GB", "fp16", 100, 500, 200, 5, "vLLM", 0.2)
@@ -59,8 +60,8 @@ def _cell(wb, name):
 
 def _engine(case):
     model, gpu, prec, rpm, prompt, out, latency, engine, headroom = case
-    return [model, gpu, rpm, prompt, out, latency * 1000 / out, "", prec, "", "" if engine == DEFAULT else engine,
-            headroom]
+    tpot = latency * 1000 / out if latency else ""          # a blank latency target: no TPOT target
+    return [model, gpu, rpm, prompt, out, tpot, "", prec, "", "" if engine == DEFAULT else engine, headroom]
 
 
 @pytest.fixture(scope="module")

@@ -151,11 +151,14 @@ def build(path, inputs: dict | None = None) -> Book:
     res["per_req"] = book.calc(ws, row("Speed one response needs for the latency target", "tok/s"),
                                "TOKENS_PER_SEC_PER_REQUEST", {"tokens_per_request": tout,
                                                               "latency_s": inp["IP_Latency"]},
-                               fmt=st.TOK_S, label="Tokens/s per request")
+                               fmt=st.TOK_S, label="Tokens/s per request",
+                               unless=f'NOT({inp["IP_Latency"].coord}>0)')        # blank: no latency target
     lat = res["lat"]
     res["meets"] = book.glue(ws, row("Meets the latency target? (lesson)"),
-                             f'IF(1000/{lat.coord}>={res["per_req"].coord},"Yes","No")',
-                             lambda get: "Yes" if 1000 / get(lat) >= get(res["per_req"]) else "No",
+                             f'IF(NOT(ISNUMBER({res["per_req"].coord})),"n/a",'
+                             f'IF(1000/{lat.coord}>={res["per_req"].coord},"Yes","No"))',
+                             lambda get: "n/a" if not isinstance(get(res["per_req"]), (int, float)) else
+                             "Yes" if 1000 / get(lat) >= get(res["per_req"]) else "No",
                              label="Meets latency")
     res["gpus_tp"] = book.calc(ws, lesson_gpus, "INSTANCES_NEEDED",
                                {"tokens_per_sec_needed": res["need"], "tokens_per_sec_per_instance": res["tps"]},
@@ -265,7 +268,8 @@ def _traffic_args(inp: dict) -> dict:
     eng, lat, out = inp["engine"], inp["IP_Latency"], inp["output_tokens"]
     return {"model": inp["model"], "gpu": inp["gpu"], "requests_per_minute": inp["requests_per_minute"],
             "prompt_tokens": inp["prompt_tokens"], "output_tokens": out,
-            "max_tpot_ms": Expr(lambda s: f"{lat.ref(s)}*1000/{out.ref(s)}", lambda get: get(lat) * 1000 / get(out)),
+            "max_tpot_ms": Expr(lambda s: f"{lat.ref(s)}*1000/{out.ref(s)}",
+                                lambda get: (get(lat) or 0) * 1000 / get(out)),
             "precision": inp["precision"],
             "engine": Expr(lambda s: f'IF({eng.ref(s)}="{sf.DEFAULT_ENGINE}","",{eng.ref(s)})',
                            lambda get: "" if get(eng) == sf.DEFAULT_ENGINE else get(eng)),

@@ -154,8 +154,11 @@ def _figures(s: Sheet, i: Inputs):
 
     p, o = i.prompt.ref(SHEET, absolute=True), i.output.ref(SHEET, absolute=True)
     s.section("Traffic and lengths")
-    s.value("SrvTarget", "TPOT target (ms per output token)", f"{i.latency.ref(SHEET, absolute=True)}*1000/{o}",
-            "latency target / output tokens", st.MS)
+    latency = i.latency.ref(SHEET, absolute=True)
+    # a blank (or 0) latency target is no target, as GPUS_FOR_TRAFFIC's blank max_tpot_ms: "none" compares
+    # above every number, so every batch meets it
+    s.value("SrvTarget", "TPOT target (ms per output token)", f'IF({latency}>0,{latency}*1000/{o},"none")',
+            "latency target / output tokens (blank latency: none)", st.MS)
     s.value("SrvDemand", "Output tokens/s needed, with headroom",
             f"{i.rpm.ref(SHEET, absolute=True)}/60*{o}*(1+{i.headroom.ref(SHEET, absolute=True)})", "", st.TOK_S)
     s.value("SrvContext", "Mean context while decoding (tokens)", f"{p}+{o}/2", "prompt + half the output", "#,##0.0")
