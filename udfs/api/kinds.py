@@ -58,6 +58,9 @@ COLUMNS: dict[str, str] = {
     **dict.fromkeys(_MONEY, "money"), **dict.fromkeys(_COUNTS, "count"),
     "memory_gb": "memory", "VRAM_GB": "memory", "GB": "memory", "tdp_w": "power", "TDP_W": "power",
     "launch_year": "year", "days": "time", "BW_per_kUSD": "ratio", "TFLOPS_per_kUSD": "ratio",
+    # SERVING_CURVE
+    "Batch": "count", "Tokens_per_sec_per_GPU": "rate", "Tokens_per_sec_per_user": "rate", "TPOT_ms": "time",
+    "TTFT_ms": "time", "USD_per_1M_output_tokens": "money", "Operating_point": "flag",
 }
 _BY_KEY = {key(c): kind for c, kind in COLUMNS.items()}
 

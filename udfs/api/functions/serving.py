@@ -4,9 +4,11 @@ the batch and latencies at that operating point, and the GPUs a traffic level ne
 
 from dataclasses import replace
 
-from ...physics import capacity
+from ...catalogs import catalog
+from ...physics import capacity, curve
 from ...catalogs.engines import DEFAULT_ENGINE_TEXT
 from ..registry import Arg, worksheet
+from ..table import Table
 from .common import ENGINE, GPU, MODEL, N_GPUS, OUTPUT, PRECISION, PROMPT, positive
 from .common import HEADROOM as HEADROOM_ARG
 
@@ -82,3 +84,28 @@ def gpus_for_traffic(model, gpu, requests_per_minute, prompt_tokens, output_toke
                                      engine or None, headroom)
     return {"gpus": plan.gpus, "copies": plan.copies, "gpus_per_copy": plan.n_gpus, "batch": plan.point.batch,
             "tokens_per_sec_per_copy": plan.point.tokens_per_sec}[part]
+
+
+CURVE_PRICE = Arg("usd_per_gpu_hour", "number", "Price of one GPU-hour for the cost column (blank: the GPU's cheapest "
+                  "current on-demand cloud price in the catalog; the column is empty when there is none)",
+                  "$/GPU-hour", default="", min=0, min_open=True)
+CURVE_HEADER = ["Batch", "Tokens_per_sec_per_GPU", "Tokens_per_sec_per_user", "TPOT_ms", "TTFT_ms",
+                "USD_per_1M_output_tokens", "Operating_point"]
+
+
+@worksheet("SERVING_CURVE", "The serving trade-off curve of one model copy: per batch (1, 2, 4, ... up to "
+           "SERVING_THROUGHPUT's operating point, the last row), output tokens/s per GPU, tokens/s each user sees "
+           "(1000 / TPOT), time per output token, time to first token and $ per 1M output tokens "
+           "(COST_PER_1M_OUTPUT_TOKENS at that batch). Larger batches give more tokens per GPU and fewer per user. "
+           + HOW, "table", "Serving",
+           [MODEL, GPU, PRECISION, PROMPT, OUTPUT, N_GPUS, CURVE_PRICE, MAX_TPOT, ENGINE, KV_AUTO],
+           returns="table", examples=[(EXAMPLE, None)], kind="table")
+def serving_curve(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, usd_per_gpu_hour, max_tpot_ms, engine,
+                  kv_precision):
+    if usd_per_gpu_hour in ("", None):
+        row = catalog.cheapest_cloud_price(gpu.name)
+        usd_per_gpu_hour = row.usd_per_gpu_hour if row else None
+    points = curve.serving_curve(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, usd_per_gpu_hour,
+                                 engine or None, kv_precision or None, max_tpot_ms or None)
+    return Table(CURVE_HEADER, [[p.batch, p.tokens_per_sec_per_gpu, p.tokens_per_sec_per_user, p.tpot_ms, p.ttft_ms,
+                                 p.usd_per_1m_output, p.operating_point] for p in points])
