@@ -119,8 +119,7 @@ def build(path, inputs: dict | None = None) -> Book:
         r += 1
         return coord
 
-    res["gpus_needed"] = _serving(book, ws, row, inp, calc)
-    lesson_gpus = row("The lesson's estimate: GPUs for the traffic", "GPUs")
+    res["gpus_needed"], lesson_gpus = _serving(book, ws, row, inp, calc)
     per = inp["IP_GPUsPerInstance"]
     need_ref, per_ref = res["gpus_needed"].coord, per.coord
     res["inst"] = book.glue(ws, row("Instances needed (serving model)", "instances"),
@@ -276,9 +275,10 @@ def _traffic_args(inp: dict) -> dict:
             "headroom": inp["IP_Headroom"]}
 
 
-def _serving(book: Book, ws, row, inp: dict, calc: dict) -> C:
-    """The headline rows: the serving model's GPUs and operating point, read from the kept
-    group of the calculation sheet; each is checked against GPUS_FOR_TRAFFIC."""
+def _serving(book: Book, ws, row, inp: dict, calc: dict) -> tuple[C, str]:
+    """The headline rows: the serving model's GPUs (the lesson's estimate right below it) and
+    operating point, read from the kept group of the calculation sheet; each is checked against
+    GPUS_FOR_TRAFFIC. Returns the headline cell and the lesson's row."""
     args = _traffic_args(inp)
     coord = row("GPUs needed (serving model)", "GPUs")
     best, any_ = calc["best"], calc["any"]
@@ -291,6 +291,7 @@ def _serving(book: Book, ws, row, inp: dict, calc: dict) -> C:
     book.addin_rows.append(("GPUs needed (serving model)", target, "GPUS_FOR_TRAFFIC", {**args, "part": Lit("gpus")},
                             "#,##0"))
     book.define("gpus_needed", target)
+    lesson = row("The lesson's estimate: GPUs for the traffic", "GPUs")     # filled by the lesson's section
     for part, label, key, unit, fmt in TRAFFIC_ROWS:
         c = row(label, unit)
         ws[c].value = f'=IF({any_.ref(ws.title)}="yes",{calc[key].ref(ws.title)},"-")'
@@ -304,7 +305,7 @@ def _serving(book: Book, ws, row, inp: dict, calc: dict) -> C:
         c = row(label, unit)
         ws[c].value = f"={ref.ref(ws.title)}"
         st.style_output(ws[c], fmt)
-    return target
+    return target, lesson
 
 
 def _instances(gpus, per):
