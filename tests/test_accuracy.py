@@ -94,7 +94,7 @@ def test_published_report_is_the_tools_output(report, capsys):
     assert accuracy.main([]) == 0
     printed = capsys.readouterr().out
     published = (ROOT / "docs" / "accuracy-report.txt").read_text(encoding="utf-8")
-    assert printed == published, "stale: run `python benchmarks/accuracy.py > docs/accuracy-report.txt`"
+    assert printed == published, "stale: run `python benchmarks/accuracy.py --write-evidence > docs/accuracy-report.txt`"
     assert printed.rstrip("\n") == accuracy.format_report(report)
 
 

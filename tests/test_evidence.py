@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+import udfs
 from benchmarks import accuracy
+from udfs.errors import FlopsheetError
 from udfs.catalogs import catalog, resolve
 from udfs.physics import evidence
 
@@ -92,3 +94,64 @@ def test_the_report_breaks_the_error_down_by_regime(report):
     for needle in ("throughput:", "engine  TensorRT-LLM", "layout  parallel", "vendor  AMD",
                    "regime  TensorRT-LLM, NVIDIA H100, dense, one GPU"):
         assert needle in text, needle
+
+
+# ---------------------------------------------------------------------------- the worksheet
+
+SAMPLE_MODELS = ("Llama 3.1 8B", "Llama 3.3 70B", "Mixtral 8x7B", "Qwen2.5 32B")
+SAMPLE_GPUS = ("H100 SXM", "A100 SXM 80GB", "L40S", "RTX 4090", "MI300X", "Gaudi 3", "B200", "H200")
+
+
+def _three(name, *args):
+    """point, low and high of a function whose last argument is `estimate` (None if refused)."""
+    try:
+        return tuple(udfs.call(name, *args, e) for e in ("point", "low", "high"))
+    except FlopsheetError:
+        return None
+
+
+@pytest.mark.parametrize("gpu", SAMPLE_GPUS)
+def test_low_point_high_are_ordered_across_the_catalog(gpu):
+    checked = 0
+    for model in SAMPLE_MODELS:
+        for name, args in (("SERVING_THROUGHPUT", (model, gpu, "fp8", 1024, 256, "", "", "", "")),
+                           ("GPUS_FOR_TRAFFIC", (model, gpu, 600, 1024, 256, "", "", "bf16", "", "", 0.2, "gpus")),
+                           ("COST_PER_1M_OUTPUT_TOKENS", (2.5, model, gpu, "fp8", 1024, 256, "", "", "", "", "")),
+                           ("TRAINING_GPU_HOURS", (model, 1e12, gpu, 0.4, "bf16"))):
+            found = _three(name, *args)
+            if found is None:
+                continue
+            point, low, high = found
+            assert low <= point <= high, (name, model, gpu, found)
+            assert low < high or name == "GPUS_FOR_TRAFFIC", (name, model, gpu, found)   # whole GPUs may tie
+            checked += 1
+    assert checked >= 4
+
+
+def test_the_pessimistic_end_of_a_throughput_is_more_gpus_and_more_cost():
+    ev = evidence.for_option("throughput", catalog.model("Llama 3.1 70B"), catalog.gpu("H100"), "fp8", 1)
+    tps = _three("SERVING_THROUGHPUT", "Llama 3.1 70B", "H100", "fp8", 1000, 200, 1, "", "", "")
+    cost = _three("COST_PER_1M_OUTPUT_TOKENS", 3.2, "Llama 3.1 70B", "H100", "fp8", 1000, 200, 1, "", "", "", "")
+    assert tps[1] == pytest.approx(tps[0] / (1 + ev.high_error))          # low throughput: the P90 error
+    assert cost[2] == pytest.approx(cost[0] * tps[0] / tps[1])            # high cost: at that low throughput
+    gpus = _three("GPUS_FOR_TRAFFIC", "Llama 3.3 70B", "Gaudi 3", 1000, 2048, 512, 50, "", "bf16", "", "", 0.2,
+                  "gpus")
+    assert gpus[1] < gpus[0] < gpus[2]
+
+
+def test_unmeasured_ranges_are_wider_than_measured_ones():
+    def spread(gpu, engine):
+        point, low, high = _three("SERVING_THROUGHPUT", "Llama 3.1 8B", gpu, "fp8", 2048, 2048, 1, "", engine, "")
+        return (high - low) / point
+    assert spread("Gaudi 3", "vllm") > spread("H100", "trtllm")
+    defined = udfs.call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3", "", "", "", "", "", "NVIDIA")
+    assert spread(defined, "trtllm") > spread("H100", "trtllm")
+
+
+def test_estimate_evidence_text():
+    measured = udfs.call("ESTIMATE_EVIDENCE", "Llama 3.1 8B", "H100", "fp8", "TensorRT-LLM")
+    assert "measured row" in measured and "nearest measured: Llama 3.1 8B" in measured and "H100 SXM" in measured
+    assert "no measurement" in udfs.call("ESTIMATE_EVIDENCE", "Llama 3.1 8B", "Gaudi 3")
+    assert "no measurement" in udfs.call("ESTIMATE_EVIDENCE", "Llama 2 7B", "Gaudi 3", "bf16", "", "training")
+    assert "training: NVIDIA A100" in udfs.call("ESTIMATE_EVIDENCE", "Llama 2 7B", "A100", "bf16", "", "training")
+    assert udfs.call("ESTIMATE_EVIDENCE", "Llama 3.1 8B", "H100", "fp8", "", "serving", 1) == measured

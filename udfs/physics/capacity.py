@@ -349,6 +349,11 @@ def gpus_for_traffic(model: Model, gpu: Gpu, requests_per_minute: float, prompt_
                            precision, n_gpus, eng, batch)
 
 
+def copies_for(demand_tokens_per_sec: float, tokens_per_sec: float) -> int:
+    """Whole model copies that serve a demand at a copy's throughput (at least one)."""
+    return max(1, math.ceil(demand_tokens_per_sec / tokens_per_sec - 1e-9))
+
+
 def plan_for_demand(model: Model, gpu: Gpu, demand_tokens_per_sec: float, prompt_tokens: float,
                     output_tokens: float, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None,
                     precision: Precision | str = "bf16", n_gpus: int | None = None, eng: Engine | str | None = None,
@@ -371,7 +376,7 @@ def plan_for_demand(model: Model, gpu: Gpu, demand_tokens_per_sec: float, prompt
             raise MissingFigure(gap.figure, gap.subject, f"{gap.needed_for} (sizing compares groups of "
                                 f"{', '.join(map(str, TP_CHOICES))} GPUs per copy; give n_gpus to size one)",
                                 gap.how) from None
-        copies = max(1, math.ceil(demand_tokens_per_sec / point.tokens_per_sec - 1e-9))
+        copies = copies_for(demand_tokens_per_sec, point.tokens_per_sec)
         plans.append(TrafficPlan(copies, n, copies * n, demand_tokens_per_sec, point,
                                  demand_tokens_per_sec / (copies * point.tokens_per_sec)))
     if not plans:       # the widest group's reason; a latency failure says more than a fit failure

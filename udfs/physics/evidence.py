@@ -32,6 +32,7 @@ from dataclasses import dataclass, fields
 from functools import cache
 from importlib import resources
 
+from ..catalogs import engines
 from ..errors import na_error
 
 METRICS = ("decode", "throughput", "prefill", "training", "memory")
@@ -214,11 +215,11 @@ def _distance(m: Measured, gpu: str, family: str, params_b: float | None, precis
 
 def _found(regime: Regime, rows: tuple[Measured, ...], start: int) -> tuple[str, list[Measured]]:
     """The first level from `start` up holding MIN_BAND_ROWS rows (the metric level at worst)."""
-    for name, level in LEVELS[start:]:
+    for name, level in LEVELS[start:-1]:
         found = _at(level, regime, rows)
         if len(found) >= MIN_BAND_ROWS:
             return name, found
-    return name, found                     # the metric level at worst
+    return LEVELS[-1][0], _at(LEVELS[-1][1], regime, rows)
 
 
 def _widest_regime(rows: list[Measured]) -> tuple[float, float]:
@@ -251,11 +252,13 @@ def lookup(regime: Regime, gpu: str = "", params_b: float | None = None, precisi
     return Evidence(regime, len(own), min(low, 0.0), max(high, 0.0), basis, nearest)
 
 
-def for_option(metric: str, model, gpu, precision: str = "", n_gpus: int | None = 1, engine: str = "") -> Evidence:
+def for_option(metric: str, model, gpu, precision="", n_gpus: int | None = 1, engine=None) -> Evidence:
     """Evidence for an estimate of `metric` for a model (catalog Model, or None for a bare
-    parameter count: dense) on a catalog GPU with an engine profile name. `.measured`, `.rows`,
-    `.low_error` / `.high_error` (the band) and `.text()` are what the picker and report show."""
+    parameter count: dense) on a GPU, with an engine (profile, name, or blank: the GPU's default).
+    `.measured`, `.rows`, `.low_error` / `.high_error` (the band), `.value_range(point)` and
+    `.text()` are what the worksheet, the picker and the report show."""
     moe = bool(model is not None and model.is_moe)
-    regime = regime_of(metric, gpu, moe, n_gpus, engine)
+    name = engines.engine(engine or None, gpu).name if metric in ("decode", "throughput", "prefill") else ""
+    regime = regime_of(metric, gpu, moe, n_gpus, name)
     params_b = model.params / 1e9 if model is not None and getattr(model, "params", None) else None
     return lookup(regime, gpu.name, params_b, str(getattr(precision, "name", precision) or ""), n_gpus or 1)

@@ -59,6 +59,12 @@ USABLE = Arg("usable_fraction", "number", "Share of GPU memory the server may us
 
 SEQ_LEN = Arg("seq_len", "number", "Tokens per sequence", "tokens", default=defaults.SEQ_LEN, min=1)
 
+# --- evidence (udfs/physics/evidence.py; docs/accuracy.md, Evidence per estimate) -----------
+ESTIMATE = Arg("estimate", "choice", "point (default), low or high: the low and high value of the result from the "
+               "measured out-of-sample error of its regime (P10 / P90; wider where nothing was measured: "
+               "ESTIMATE_EVIDENCE says which). low <= point <= high; for a GPU count or a cost the pessimistic end "
+               "is high, for a throughput it is low", choices=("point", "low", "high"), default="point")
+
 # --- memory estimator --------------------------------------------------------------------
 OPTIMIZER = Arg("optimizer", "choice", "Optimizer (none = inference)", choices=OPTIMIZERS, default="adamw")
 PART = Arg("part", "choice", "Which part of the memory to return", choices=MEMORY_PARTS, default="total")

@@ -3,10 +3,10 @@ days and cost; and the speed-up of one GPU over another for the second seed's
 effective-cost comparison."""
 
 from ...physics import calibration as cal
-from ...physics import training
+from ...physics import evidence, training
 from ...catalogs.catalog import Model
 from ..registry import Arg, worksheet
-from .common import GPU, MODEL_OR_PARAMS, N_GPUS, PRECISION, USD_PER_GPU_HOUR, required
+from .common import ESTIMATE, GPU, MODEL_OR_PARAMS, N_GPUS, PRECISION, USD_PER_GPU_HOUR, required
 
 TOKENS = Arg("tokens", "count", "Training tokens (2e12 or \"2T\")", "tokens", min=0, min_open=True)
 MFU = Arg("mfu", "number", f"Model FLOPs utilisation; default {cal.DEFAULT_MFU} from published A100/H100 runs",
@@ -27,12 +27,18 @@ def training_flops(model_or_params, tokens, full_recompute):
     return training.training_flops(params_of(model_or_params), tokens, full_recompute)
 
 
-@worksheet("TRAINING_GPU_HOURS", "GPU-hours to train: FLOPs / (dense peak x MFU) / 3600.", "GPU-hours", "Training",
-           [MODEL_OR_PARAMS, TOKENS, GPU, MFU, PRECISION],
+@worksheet("TRAINING_GPU_HOURS", "GPU-hours to train: FLOPs / (dense peak x MFU) / 3600. estimate = low / high: "
+           "the hours at the P90 / P10 of the measured whole-run error of its regime at the default MFU "
+           "(ESTIMATE_EVIDENCE with workload training).", "GPU-hours", "Training",
+           [MODEL_OR_PARAMS, TOKENS, GPU, MFU, PRECISION, ESTIMATE],
            examples=[(("Llama 2 7B", 2e12, "A100"), 179_979), ((7e9, 1e12, "H100", 0.5), 23_581)],
            formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600', kind="time")
-def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision):
-    return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision)
+def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision, estimate):
+    hours = training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision)
+    if estimate == "point":
+        return hours
+    model = model_or_params if isinstance(model_or_params, Model) else None
+    return evidence.for_option("training", model, gpu, precision, None).pick(hours, estimate)
 
 
 @worksheet("TRAINING_DAYS", "Wall-clock days to train on n GPUs: GPU-hours / n / 24.", "days", "Training",

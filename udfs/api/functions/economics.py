@@ -3,9 +3,9 @@ token (output, input, blended: defined once in udfs/physics/economics.py, at SER
 
 from dataclasses import replace
 
-from ...physics import capacity, economics
+from ...physics import capacity, economics, evidence
 from ..registry import Arg, worksheet
-from .common import (BATCH, CLOUD_USD_PER_GPU_HOUR, HARDWARE_COST_USD, LIFETIME_YEARS, POWER_W, USD_PER_GPU_HOUR,
+from .common import (BATCH, ESTIMATE, CLOUD_USD_PER_GPU_HOUR, HARDWARE_COST_USD, LIFETIME_YEARS, POWER_W, USD_PER_GPU_HOUR,
                      USD_PER_KWH, UTILIZATION, positive)
 from .serving import SERVING_ARGS
 
@@ -146,13 +146,18 @@ def _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot
 @worksheet("COST_PER_1M_OUTPUT_TOKENS", "Cost per million output tokens, all-in: usd_per_gpu_hour x n_gpus / "
            f"(output tokens/s x 3,600) x 1e6, {AT_POINT}; equals that over SERVING_THROUGHPUT. A request costs this "
            "x its output tokens. At full use: a month's cost per token served adds the idle hours (see "
-           "docs/cost-model.md, Cost per token).", "$ per 1M output tokens", "Economics", TOKEN_COST_ARGS,
+           "docs/cost-model.md, Cost per token). estimate = low / high: the cost at the P10 / P90 of the regime's "
+           "measured throughput error (the cost is low where the throughput is high; ESTIMATE_EVIDENCE).",
+           "$ per 1M output tokens", "Economics", TOKEN_COST_ARGS + [ESTIMATE],
            examples=[(TOKEN_EXAMPLE, 1.1532)], kind="money")
 def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tokens, output_tokens, n_gpus,
-                              max_tpot_ms, engine, kv_precision, batch):
+                              max_tpot_ms, engine, kv_precision, batch, estimate):
     point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision,
                    batch)
-    return economics.cost_per_1m_output_tokens(usd_per_gpu_hour, n_gpus, point.tokens_per_sec)
+    cost = economics.cost_per_1m_output_tokens(usd_per_gpu_hour, n_gpus, point.tokens_per_sec)
+    if estimate == "point":
+        return cost
+    return evidence.for_option("throughput", model, gpu, precision, n_gpus, engine).pick(cost, estimate, inverse=True)
 
 
 @worksheet("COST_PER_1M_INPUT_TOKENS", "Cost per million input (prompt) tokens: the prefill's share of a request's "

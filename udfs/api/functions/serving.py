@@ -5,11 +5,11 @@ the batch and latencies at that operating point, and the GPUs a traffic level ne
 from dataclasses import replace
 
 from ...catalogs import catalog
-from ...physics import capacity, curve
+from ...physics import capacity, curve, evidence
 from ...catalogs.engines import DEFAULT_ENGINE_TEXT
 from ..registry import Arg, worksheet
 from ..table import Table
-from .common import ENGINE, GPU, MODEL, N_GPUS, OUTPUT, PRECISION, PROMPT, positive
+from .common import ENGINE, ESTIMATE, GPU, MODEL, N_GPUS, OUTPUT, PRECISION, PROMPT, positive
 from .common import HEADROOM as HEADROOM_ARG
 
 MAX_TPOT = positive("max_tpot_ms", "Latency target: longest time per output token a request may see (blank: none)",
@@ -36,13 +36,17 @@ def _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot
 
 
 @worksheet("SERVING_THROUGHPUT", "Output tokens/s one copy of a model sustains under continuous batching (all its "
-           "GPUs together), at the largest batch that fits and meets the latency target. " + HOW,
-           "tokens/s (total)", "Serving", SERVING_ARGS,
+           "GPUs together), at the largest batch that fits and meets the latency target. " + HOW + " estimate = "
+           "low / high: the throughput at the P90 / P10 of its regime's measured error (ESTIMATE_EVIDENCE).",
+           "tokens/s (total)", "Serving", SERVING_ARGS + [ESTIMATE],
            examples=[(EXAMPLE, 9020.6), (EXAMPLE + (1, 10), 7359.9), (EXAMPLE + (1, "", "vllm"), 5312.2)], kind="rate")
 def serving_throughput(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
-                       kv_precision):
-    return _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
-                  kv_precision).tokens_per_sec
+                       kv_precision, estimate):
+    tokens_per_sec = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
+                            kv_precision).tokens_per_sec
+    if estimate == "point":
+        return tokens_per_sec
+    return evidence.for_option("throughput", model, gpu, precision, n_gpus, engine).pick(tokens_per_sec, estimate)
 
 
 @worksheet("SERVING_BATCH", "Sequences SERVING_THROUGHPUT runs at once: the most whose KV cache fits under the "
@@ -70,20 +74,28 @@ TRAFFIC_PARTS = ("gpus", "copies", "gpus_per_copy", "batch", "tokens_per_sec_per
 @worksheet("GPUS_FOR_TRAFFIC", "GPUs to serve a traffic level: requests/min / 60 x output tokens x (1 + headroom), "
            "divided by SERVING_THROUGHPUT of one copy at the latency targets, rounded up to whole copies. Blank n_gpus "
            "tries tensor-parallel groups of 1, 2, 4 and 8 GPUs and keeps the one needing the fewest GPUs. part = "
-           "gpus (default), copies, gpus_per_copy, batch or tokens_per_sec_per_copy.", "GPUs", "Serving",
+           "gpus (default), copies, gpus_per_copy, batch or tokens_per_sec_per_copy. estimate = low / high: GPUs "
+           "and copies at the P10 / P90 of the regime's measured throughput error (the copy's throughput high / "
+           "low; ESTIMATE_EVIDENCE), same GPUs per copy and batch.", "GPUs", "Serving",
            [MODEL, GPU, positive("requests_per_minute", "Requests per minute at the peak", "requests/min"),
             PROMPT, OUTPUT, MAX_TPOT, MAX_TTFT, PRECISION, N_GPUS_AUTO, ENGINE, HEADROOM,
-            Arg("part", "choice", "What to return", choices=TRAFFIC_PARTS, default="gpus")],
+            Arg("part", "choice", "What to return", choices=TRAFFIC_PARTS, default="gpus"), ESTIMATE],
            examples=[(("Llama 3.1 8B", "H100", 1000, 1024, 256, 50, "", "fp8"), 1),
                      (("Llama 3.3 70B", "H100", 1000, 2048, 512, 50), 20),
                      (("Llama 3.3 70B", "H100", 1000, 2048, 512, 50, "", "bf16", "", "", 0.2, "gpus_per_copy"), 4)], kind="count")
 def gpus_for_traffic(model, gpu, requests_per_minute, prompt_tokens, output_tokens, max_tpot_ms, max_ttft_ms,
-                     precision, n_gpus, engine, headroom, part):
+                     precision, n_gpus, engine, headroom, part, estimate):
     plan = capacity.gpus_for_traffic(model, gpu, requests_per_minute, prompt_tokens, output_tokens,
                                      max_tpot_ms or None, max_ttft_ms or None, precision, n_gpus or None,
                                      engine or None, headroom)
-    return {"gpus": plan.gpus, "copies": plan.copies, "gpus_per_copy": plan.n_gpus, "batch": plan.point.batch,
-            "tokens_per_sec_per_copy": plan.point.tokens_per_sec}[part]
+    per_copy, copies = plan.point.tokens_per_sec, plan.copies
+    if estimate != "point":     # fewer GPUs where the copy is faster: low GPUs = high throughput
+        ev = evidence.for_option("throughput", model, gpu, precision, plan.n_gpus, engine)
+        per_copy = ev.pick(per_copy, estimate)
+        copies = capacity.copies_for(plan.demand_tokens_per_sec, ev.pick(plan.point.tokens_per_sec,
+                                                                          "high" if estimate == "low" else "low"))
+    return {"gpus": copies * plan.n_gpus, "copies": copies, "gpus_per_copy": plan.n_gpus, "batch": plan.point.batch,
+            "tokens_per_sec_per_copy": per_copy}[part]
 
 
 CURVE_PRICE = Arg("usd_per_gpu_hour", "number", "Price of one GPU-hour for the cost column (blank: the GPU's cheapest "
