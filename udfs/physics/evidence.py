@@ -29,7 +29,7 @@ import io
 import math
 import statistics
 from dataclasses import dataclass, fields
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 from ..catalogs import engines
@@ -228,6 +228,7 @@ def _widest_regime(rows: list[Measured]) -> tuple[float, float]:
     return min(b[0] for b in bands), max(b[1] for b in bands)
 
 
+@lru_cache(maxsize=4096)      # the picker asks for many options; the shipped rows never change in a run
 def lookup(regime: Regime, gpu: str = "", params_b: float | None = None, precision: str = "",
            n_gpus: int = 1, rows: tuple[Measured, ...] | None = None) -> Evidence:
     """The evidence for an estimate in `regime` (rows: the shipped ones by default)."""
