@@ -81,8 +81,11 @@ def test_more_batch_more_total_never_more_per_sequence(model, gpu, precision, ba
         g.tensor_peak(precision, "a decode step")
     except MissingFigure:                   # e.g. int8 on an A10: #N/A naming int8_tops (tests/test_missing.py)
         return
+    try:                                    # the larger batch fits, so the smaller one does
+        large = (batch + extra) / capacity.decode_step(m, g, precision, batch + extra, context).total
+    except capacity.NoFit:
+        return
     small = batch / capacity.decode_step(m, g, precision, batch, context).total
-    large = (batch + extra) / capacity.decode_step(m, g, precision, batch + extra, context).total
     assert large > small
     assert large / (batch + extra) <= small / batch * (1 + 1e-12)
 

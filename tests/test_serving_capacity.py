@@ -68,15 +68,15 @@ def test_batch_1_decode_is_close_to_the_bandwidth_bound():
 
 
 def test_large_batch_matmuls_become_compute_bound():
-    small = capacity.decode_step(L8, H100, "fp16", 8, 1024, eng="vllm")
-    large = capacity.decode_step(L8, H100, "fp16", 1024, 1024, eng="vllm")
+    small = capacity.decode_step(L8, H100, "fp16", 8, 256, eng="vllm")
+    large = capacity.decode_step(L8, H100, "fp16", 1024, 256, eng="vllm")     # 32 GiB of KV cache: it fits
     assert large.weights > 3 * small.weights      # the weight matrices now cost FLOPs, not bytes
     assert large.attention > 100 * small.attention   # every sequence's KV is read
 
 
 def test_tensor_parallel_splits_the_step_and_adds_all_reduces():
-    one = capacity.decode_step(L70, H100, "fp8", 64, 2048, 1, eng="trtllm")
-    two = capacity.decode_step(L70, H100, "fp8", 64, 2048, 2, eng="trtllm")
+    one = capacity.decode_step(L70, H100, "fp8", 16, 2048, 1, eng="trtllm")    # 64 x 2,048 tokens do not fit on one
+    two = capacity.decode_step(L70, H100, "fp8", 16, 2048, 2, eng="trtllm")
     assert two.allreduce > 0 == one.allreduce
     assert two.total < one.total
 
@@ -179,7 +179,7 @@ def test_calc_serving_throughput_matches_the_trtllm_bench_row():
 @pytest.mark.parametrize("args,reason", [
     (("SERVING_THROUGHPUT", "Llama 3.1 8B", "H100", "fp8", "1024", "256", "1", "0.5"), "no batch meets TPOT 0.5 ms"),
     (("SERVING_THROUGHPUT", "Llama 3.3 70B", "RTX 4090"), "does not fit"),
-    (("SERVING_BATCH", "Llama 3.3 70B", "H200", "bf16", "200000", "200000"), "KV cache of one"),
+    (("SERVING_BATCH", "Llama 3.3 70B", "H200", "bf16", "200000", "200000"), "KV cache (1 x 400,000 tokens)), 140.2 GiB usable"),
     (("SERVING_LATENCY_MS", "Llama 3.1 8B", "H100", "fp8", "1024", "256", "1", "", "tensorflow"), "unknown engine"),
     (("GPUS_FOR_TRAFFIC", "Llama 3.1 405B", "RTX 4090", "100", "1024", "256"), "does not fit"),
     (("GPUS_FOR_TRAFFIC", "Llama 3.1 8B", "H100", "100", "1024", "256", "0.5"), "no batch meets TPOT"),

@@ -35,10 +35,12 @@ HOP_US = {"nvlink": 10.0, "pcie": 30.0}   # hand-off between pipeline stages (on
 
 
 class NoFit(FlopsheetError):
-    """#NUM!: the weights, or one sequence's KV cache, do not fit."""
+    """#NUM!: the weights, or the KV cache asked for, do not fit; `need_gib` and `usable_gib`
+    per GPU say by how much."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, need_gib: float = math.nan, usable_gib: float = math.nan):
         super().__init__(message, "#NUM!")
+        self.need_gib, self.usable_gib = need_gib, usable_gib
 
 
 class TooSlow(FlopsheetError):
@@ -59,9 +61,19 @@ def _bandwidth(gpu: Gpu, precision: Precision | None, eng: Engine) -> float:
 
 
 def _flops(gpu: Gpu, precision: Precision | str | None, eng: Engine, needed_for: str = "this estimate") -> float:
-    """Achieved FLOP/s of the products: the rate of the units they run on times the engine's share."""
+    """Achieved FLOP/s of the products: the rate of the units they run on times the engine's share,
+    never below what the 16-bit units achieve. The engine's shares of 8- and 4-bit peaks (lower
+    than of 16-bit: a doubled peak is harder to approach) come from GPUs whose narrow peak is twice
+    the 16-bit one; where it is not (Gaudi 3: FP8 = BF16 = 1,835 TFLOPS), the lower share alone made
+    FP8 compute at 0.45/0.70 of BF16's rate on the same units, and a 70B job need more GPUs in fp8
+    than in bf16. A narrower format's products can always run on the 16-bit units instead
+    (dequantised, as weight-only kernels do), so that rate is a floor."""
     peak, bits = serving.peak_flops(gpu, precision, needed_for)
-    return peak * eng.matmul_fraction(bits)
+    achieved = peak * eng.matmul_fraction(bits)
+    if bits < 16:
+        sixteen, _ = serving.peak_flops(gpu, None, needed_for)
+        achieved = max(achieved, sixteen * eng.matmul_fraction(16))
+    return achieved
 
 
 def _decode_flops(gpu: Gpu, precision: Precision | str | None, eng: Engine, batch: float) -> float:
@@ -143,11 +155,19 @@ class Step:
 def decode_step(model: Model, gpu: Gpu, precision: Precision | str = "bf16", batch: float = 1,
                 context: float = defaults.CONTEXT_TOKENS,
                 n_gpus: int = 1, kv_precision: Precision | str | None = None, eng: Engine | str | None = None) -> Step:
-    """One decode step of `batch` sequences holding `context` tokens each (the mean length).
+    """One decode step of `batch` sequences holding `context` tokens each (the mean length);
+    #NUM! with the figures when they do not fit (check_fit).
     A model known only by its size has borrowed a catalog layout already (resolve.model)."""
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
     kv_precision = kv_precision or eng.kv_format(precision)
+    check_fit(model, gpu, precision, context, batch, n_gpus, kv_precision, eng)
+    return _decode_step(model, gpu, precision, batch, context, n_gpus, kv_precision, eng)
+
+
+def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, context: float, n_gpus: int,
+                 kv_precision: Precision | str, eng: Engine) -> Step:
+    """decode_step for a deployment already checked to fit."""
     split = _split(eng, n_gpus)
     bandwidth = _bandwidth(gpu, precision, eng)
     matmul = _decode_flops(gpu, precision, eng, batch)
@@ -195,6 +215,13 @@ def prefill_seconds(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
     plus the engine's fixed costs per chunk."""
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
+    check_fit(model, gpu, precision, prompt_tokens, batch, n_gpus, None, eng)
+    return _prefill_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng)
+
+
+def _prefill_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, batch: float, n_gpus: int,
+               eng: Engine) -> float:
+    """prefill_seconds for a deployment already checked to fit."""
     split = _split(eng, n_gpus)
     tokens = prompt_tokens * batch
     chunks = max(1, math.ceil(tokens / eng.max_num_tokens)) if eng.max_num_tokens else 1
@@ -211,22 +238,74 @@ def time_to_first_token_s(model: Model, gpu: Gpu, precision: Precision | str = "
     engine iteration, which also carries the decode of the running batch (`running`
     sequences; by default the arriving batch itself, which is what a lone request sees)."""
     eng = engine_profile(eng, gpu)
-    step = decode_step(model, gpu, precision, running or batch, prompt_tokens, n_gpus, None, eng).total
-    return prefill_seconds(model, gpu, precision, prompt_tokens, batch, n_gpus, eng) + step
+    precision = as_precision(precision)
+    check_fit(model, gpu, precision, prompt_tokens, max(batch, running or 0), n_gpus, None, eng)
+    step = _decode_step(model, gpu, precision, running or batch, prompt_tokens, n_gpus, eng.kv_format(precision),
+                        eng).total
+    return _prefill_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng) + step
 
 
-# ---------------------------------------------------------------------------- KV capacity
+# ---------------------------------------------------------------------------- fit (one check for every estimate)
+
+def usable_gib(gpu: Gpu, eng: Engine, fixed_gib: float) -> float:
+    """GiB per GPU the engine lets the weights, its reserve (`fixed_gib` together) and the KV
+    cache use: rule "total", its share of all memory; rule "free", what the weights and reserve
+    take plus its share of what they leave (all of memory when they leave nothing)."""
+    if eng.memory_rule == "total":
+        return gpu.memory_gb * eng.memory_fraction
+    left = gpu.memory_gb - fixed_gib
+    return fixed_gib + left * eng.memory_fraction if left > 0 else gpu.memory_gb
+
+
+def _fixed_gib(model: Model, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
+    return serving.weight_bytes(model, precision) / n_gpus / GIB + eng.activation_reserve_gib
+
+
+def kv_per_sequence_gib(model: Model, tokens: float, n_gpus: int, kv_precision: Precision | str, eng: Engine) -> float:
+    """KV cache of one sequence of `tokens` per GPU (replicated where a GPU holds fewer KV heads than one)."""
+    replication = _kv_replication(model, _split(eng, n_gpus))
+    return kv_cache_bytes(model, tokens, 1, kv_precision) * replication / n_gpus / GIB
+
+
+def gib_text(gib: float) -> str:
+    """A memory need as text; an absurd input (1e308 tokens) needs more than any number says."""
+    return f"{gib:,.1f} GiB" if gib < 1e12 else "over 10^12 GiB"
+
+
+def no_fit(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine, kv_gib: float = 0.0,
+           what: str = "") -> NoFit:
+    """#NUM! saying by how much a deployment does not fit: what it needs per GPU (weights, the
+    engine's reserve, the KV cache asked for) against what the engine's memory rule leaves usable."""
+    weights = serving.weight_bytes(model, precision) / n_gpus / GIB
+    fixed = weights + eng.activation_reserve_gib
+    usable = usable_gib(gpu, eng, fixed)
+    kv = f" + {gib_text(kv_gib)} KV cache{f' ({what})' if what else ''}" if kv_gib else ""
+    return NoFit(f"{model.name} at {as_precision(precision).name} does not fit on {n_gpus} x {gpu.name} with "
+                 f"{eng.name}: needs {gib_text(fixed + kv_gib)} per GPU ({gib_text(weights)} weights + "
+                 f"{eng.activation_reserve_gib:g} GiB reserve{kv}), {usable:.1f} GiB usable on {gpu.name}",
+                 fixed + kv_gib, usable)
+
 
 def kv_budget_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
-    """GiB per GPU the engine gives the KV cache; #NUM! when the weights do not fit."""
-    weights = serving.weight_bytes(model, precision) / n_gpus / GIB
-    usable = gpu.memory_gb * (eng.memory_fraction if eng.memory_rule == "total" else 1.0)
-    left = usable - weights - eng.activation_reserve_gib
+    """GiB per GPU the engine gives the KV cache; #NUM! with the figures when the weights do not fit."""
+    fixed = _fixed_gib(model, precision, n_gpus, eng)
+    left = usable_gib(gpu, eng, fixed) - fixed
     if left <= 0:
-        raise NoFit(f"{model.name} at {as_precision(precision).name} does not fit on {n_gpus} x {gpu.name}: "
-                        f"{weights:.1f} GiB of weights per GPU + {eng.activation_reserve_gib:g} GiB "
-                        f"reserve > {usable:.1f} GiB the {eng.name} engine uses")
-    return left * (eng.memory_fraction if eng.memory_rule == "free" else 1.0)
+        raise no_fit(model, gpu, precision, n_gpus, eng)
+    return left
+
+
+def check_fit(model: Model, gpu: Gpu, precision: Precision | str, tokens: float, batch: float, n_gpus: int,
+              kv_precision: Precision | str | None, eng: Engine) -> None:
+    """The fit check every speed, capacity and cost estimate makes first: the weights, the
+    engine's reserve and the KV cache of `batch` sequences of `tokens` under the engine's
+    memory rule; #NUM! saying by how much otherwise (nothing is estimated for a deployment
+    that cannot run)."""
+    n_gpus = serving.check_gpus(n_gpus)
+    kv_precision = kv_precision or eng.kv_format(precision)
+    kv = kv_per_sequence_gib(model, tokens, n_gpus, kv_precision, eng) * batch
+    if kv > kv_budget_gib(model, gpu, precision, n_gpus, eng) * (1 + 1e-9):
+        raise no_fit(model, gpu, precision, n_gpus, eng, kv, f"{batch:g} x {tokens:,.0f} tokens")
 
 
 def kv_batch(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: float, output_tokens: float,
@@ -234,12 +313,10 @@ def kv_batch(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: 
     """Sequences whose KV cache fits: each reserves prompt + output tokens (engines that
     guarantee no eviction) or, when blocks are handed out as tokens arrive, the mean length."""
     tokens = prompt_tokens + (output_tokens if eng.kv_reservation == "max" else output_tokens / 2)
-    split = _split(eng, n_gpus)
-    per_sequence = kv_cache_bytes(model, tokens, 1, kv_precision) * _kv_replication(model, split) / n_gpus / GIB
-    fits = math.floor(kv_budget_gib(model, gpu, precision, n_gpus, eng) / per_sequence)
+    fits = math.floor(kv_budget_gib(model, gpu, precision, n_gpus, eng)
+                      / kv_per_sequence_gib(model, tokens, n_gpus, kv_precision, eng))
     if fits < 1:
-        raise NoFit(f"the KV cache of one {tokens:g}-token sequence ({per_sequence:.2f} GiB per GPU) "
-                    f"does not fit beside {model.name}'s weights on {n_gpus} x {gpu.name}")
+        check_fit(model, gpu, precision, tokens, 1, n_gpus, kv_precision, eng)   # raises, with the figures
     return fits
 
 
@@ -258,14 +335,14 @@ class ServingPoint:
 
 def _tpot_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
     """One step, plus this request's share of the prefills the batch needs over its lifetime."""
-    step = decode_step(model, gpu, precision, batch, prompt + output / 2, n_gpus, kv, eng).total
+    step = _decode_step(model, gpu, precision, batch, prompt + output / 2, n_gpus, kv, eng).total
     return step + batch * prefill_compute_s(model, gpu, precision, prompt, 1, n_gpus, eng) / output
 
 
 def _ttft_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
     """A new request's prefill, finished in an iteration that also decodes the running batch."""
-    step = decode_step(model, gpu, precision, batch, prompt + output / 2, n_gpus, kv, eng).total
-    return prefill_seconds(model, gpu, precision, prompt, 1, n_gpus, eng) + step
+    step = _decode_step(model, gpu, precision, batch, prompt + output / 2, n_gpus, kv, eng).total
+    return _prefill_s(model, gpu, precision, prompt, 1, n_gpus, eng) + step
 
 
 def _largest(limit: int, ok) -> int:
@@ -295,9 +372,11 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
     fits = kv_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
     cap = eng.batch_cap(gpu)
     if batch is not None:
-        if batch < 1 or batch > fits:
-            raise NoFit(f"batch {batch:g} does not fit: the KV cache holds {fits} sequences of "
-                        f"{prompt_tokens:g} + {output_tokens:g} tokens on {n_gpus} x {gpu.name}")
+        if batch < 1:
+            raise num_error("batch must be >= 1")
+        if batch > fits:
+            tokens = prompt_tokens + (output_tokens if eng.kv_reservation == "max" else output_tokens / 2)
+            check_fit(model, gpu, precision, tokens, batch, n_gpus, kv, eng)   # raises, with the figures
         batch, limited = int(batch), "batch given"
     else:
         batch, limited = (fits, "KV cache") if not cap or fits <= cap else (cap, "engine batch cap")

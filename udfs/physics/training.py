@@ -18,6 +18,16 @@ NF4_BITS = 4.127                    # QLoRA paper: NF4 + double quantisation
 NEED = "training memory"           # what a missing shape figure is needed for, in its #N/A
 
 
+def usable_gib(gpu: Gpu) -> float:
+    """GPU memory a training job may fill: all of it. Its fixed costs (CUDA context, allocator
+    fragmentation) are counted as TRAINING_OVERHEAD_GIB; the 90% cap of serving (USABLE_MEMORY_FRACTION)
+    is vLLM's gpu_memory_utilization, a serving engine's setting PyTorch training does not have.
+    Applying it here refused a 70B QLoRA job (Llama 3 70B: 45.4 GiB at 2,048 tokens) on every 48 GB
+    card, where the QLoRA paper fine-tunes 65B on one 48 GB GPU (Dettmers et al. 2023, arXiv:2305.14314)
+    and Unsloth fits Llama 3.3 70B QLoRA on 48 GB (unslothai/unsloth README)."""
+    return gpu.memory_gb
+
+
 def model_state_bytes(params: float, precision: Precision | str, optimizer: str) -> dict[str, float]:
     weight = as_precision(precision).bytes_per_param
     if weight >= 4:                 # pure FP32 training needs no extra master copy

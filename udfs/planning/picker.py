@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..physics import calibration as cal
-from ..physics import capacity, defaults, economics, serving, training
+from ..physics import capacity, defaults, economics, training
 from ..catalogs import catalog, resolve
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..catalogs.engines import Engine
@@ -119,18 +119,19 @@ def _fail(option: Option, status: Status, **figures) -> Option:
 def _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis) -> Option:
     peak = gpu.tensor_peak(precision, "training time", weight_only=False).tflops
     option = Option(gpu.name, 0, False, None, None, None, "$", rate[1] if rate else "no price", gpu_row=gpu)
-    usable = serving.usable_gib(gpu)
+    usable = training.usable_gib(gpu)
     if workload in ("lora", "qlora"):
         mem = training.qlora_memory_gib(model, base_bits=16 if workload == "lora" else training.NF4_BITS)["total"]
         flops_per_token = 4 * model.active      # no weight gradients for the frozen base
         n_mem = 1 if mem <= usable else None
     else:
         flops_per_token = 6 * model.active
-        n_mem = _gpus_for_training(model, gpu, usable, precision)
+        n_mem, mem = _gpus_for_training(model, gpu, usable, precision)
     option.fits = n_mem is not None
     if n_mem is None:
-        return _fail(option, Status.NO_FIT) if workload in ("lora", "qlora") else \
-            _fail(option, Status.NO_FIT, sharded=True)
+        figures = {"need": capacity.gib_text(mem), "usable": usable, "gpu": gpu.name}
+        return _fail(option, Status.NO_FIT, **figures) if workload in ("lora", "qlora") else \
+            _fail(option, Status.NO_FIT, sharded=True, **figures)
     if n_mem > 1 and workload in ("train", "finetune") and _needs_sharding(model, gpu, precision) \
             and not gpu.nvlink_class("sharding the model across GPUs"):
         return _fail(option, Status.NEEDS_NVLINK, gpu=gpu.name, link_gbs=gpu.interconnect_gbs,
@@ -148,21 +149,22 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
 
 def _needs_sharding(model, gpu, precision) -> bool:
     states = training.model_state_bytes(model.params, precision, "adamw")
-    return (states["weights"] + states["gradients"]) / 2**30 > serving.usable_gib(gpu)
+    return (states["weights"] + states["gradients"]) / 2**30 > training.usable_gib(gpu)
 
 
-def _gpus_for_training(model, gpu, usable, precision) -> int | None:
-    """Fewest GPUs holding the model with ZeRO-3 and full recompute, or None."""
+def _gpus_for_training(model, gpu, usable, precision) -> tuple[int | None, float]:
+    """Fewest GPUs holding the model with ZeRO-3 and full recompute (None if no number does), and
+    the GiB each GPU holds whatever their number (activations, overhead, the layer gathered)."""
     one = training.training_memory_gib(model, precision, "adamw", 1, defaults.SEQ_LEN, 3, 1, "full")
     fixed = one["activations"] + one["overhead"]
     sharded = one["weights"] + one["gradients"] + one["optimizer"]
     live_layer = model.params / model.layers * 2 / 2**30
     room = usable - fixed - live_layer
     if sharded <= usable - fixed:
-        return 1
+        return 1, fixed
     if room <= 0:
-        return None
-    return math.ceil(sharded / room)
+        return None, fixed + live_layer
+    return math.ceil(sharded / room), fixed + live_layer
 
 
 def _serving_option(gpu, model, precision, shape: ServingShape, traffic, min_tps, rate, basis) -> Option:
@@ -172,8 +174,10 @@ def _serving_option(gpu, model, precision, shape: ServingShape, traffic, min_tps
     try:
         plan = capacity.plan_for_demand(model, gpu, traffic, shape.prompt_tokens, shape.output_tokens, max_tpot_ms,
                                         None, precision, None, resolve.engine(shape.engine, gpu), shape.batch)
-    except capacity.NoFit:
-        return _fail(option, Status.NO_FIT, max_per_copy=TP_SIZES[-1])
+    except capacity.NoFit as no:             # the widest group's figures
+        return _fail(option, Status.NO_FIT, max_per_copy=TP_SIZES[-1], need=capacity.gib_text(no.need_gib),
+                     usable=no.usable_gib,
+                     gpu=gpu.name)
     except capacity.TooSlow as slow:
         option.fits = True
         return _fail(option, Status.TOO_SLOW, tokens_per_sec=1000 / slow.best_ms, needed=min_tps)

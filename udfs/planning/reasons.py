@@ -31,10 +31,14 @@ TEMPLATES: dict[tuple[Status, frozenset[str]], str] = {
     (Status.NO_SPEC, frozenset({"detail"})): "{detail}",
     (Status.NO_SPEC, frozenset({"figure", "needed_for", "how"})):
         "not comparable: {needed_for} needs {figure}, which the catalog does not have ({how})",
-    (Status.NO_FIT, frozenset()): "does not fit: the model does not fit in this GPU's memory",
-    (Status.NO_FIT, frozenset({"sharded"})):
-        "does not fit: the model does not fit in this GPU's memory even sharded over many GPUs",
-    (Status.NO_FIT, frozenset({"max_per_copy"})): "does not fit: needs more than {max_per_copy} GPUs per copy",
+    (Status.NO_FIT, frozenset({"need", "usable", "gpu"})):
+        "does not fit: needs {need} per GPU, {usable:.1f} GiB usable on {gpu}",
+    (Status.NO_FIT, frozenset({"sharded", "need", "usable", "gpu"})):
+        "does not fit even sharded over many GPUs: what each GPU holds whatever their number (activations, "
+        "overhead, the layer being gathered) needs {need}, {usable:.1f} GiB usable on {gpu}",
+    (Status.NO_FIT, frozenset({"max_per_copy", "need", "usable", "gpu"})):
+        "does not fit: needs more than {max_per_copy} GPUs per copy (on {max_per_copy}: needs {need} per GPU, "
+        "{usable:.1f} GiB usable on {gpu})",
     (Status.NO_FIT, frozenset({"count", "per_copy"})): "does not fit: one copy of the model needs {per_copy} GPUs",
     (Status.NO_FIT, frozenset({"count", "min_count"})):
         "does not fit on {count} GPUs: the model needs at least {min_count}",
