@@ -448,7 +448,22 @@ def _group_line(what: str, name: str, rows: list[evidence.Measured]) -> str:
     inside = statistics.median(abs(m.error_in) for m in rows)
     outside = statistics.median(abs(m.error_out) for m in rows)
     low, high = evidence.band_of([m.error_out for m in rows])
-    return (f"  {what:<8}{name:<44}{len(rows):>4}  {inside:>6.1%}  {outside:>6.1%}  {low:>+7.0%} {high:>+6.0%}")
+    return (f"  {what:<8}{name:<58}{len(rows):>4}  {inside:>6.1%}  {outside:>6.1%}  {low:>+7.0%} {high:>+6.0%}")
+
+
+def band_coverage(rows: list[evidence.Measured]) -> dict[bool, tuple[int, int]]:
+    """Leave-one-out check of the bands: for each row, the band evidence.lookup gives its regime
+    from the other rows, and whether the row's out-of-sample error falls inside. Keyed by whether
+    the regime still had a measured row without it: (inside, rows)."""
+    counts = {True: [0, 0], False: [0, 0]}
+    for i, m in enumerate(rows):
+        rest = tuple(rows[:i] + rows[i + 1:])
+        if not any(r.metric == m.metric for r in rest):
+            continue
+        ev = evidence.lookup.__wrapped__(m.regime, m.gpu, m.params_b, m.precision, m.n_gpus, rest)
+        counts[ev.measured][0] += ev.low_error - 1e-9 <= m.error_out <= ev.high_error + 1e-9
+        counts[ev.measured][1] += 1
+    return {k: (v[0], v[1]) for k, v in counts.items()}
 
 
 def format_regimes(rows: list[evidence.Measured]) -> list[str]:
@@ -456,7 +471,12 @@ def format_regimes(rows: list[evidence.Measured]) -> list[str]:
              "median |error| in and out of sample; P10 / P90 of the signed out-of-sample error. Metric units: decode",
              "and throughput tokens/s, prefill time to first token, training GPU-hours (MFU rows as the hours they",
              "imply), memory GB.",
-             f"  {'by':<8}{'group':<44}{'rows':>4}  {'in':>6}  {'out':>6}  {'P10':>7} {'P90':>6}"]
+             f"  {'by':<8}{'group':<58}{'rows':>4}  {'in':>6}  {'out':>6}  {'P10':>7} {'P90':>6}"]
+    covered = band_coverage(rows)
+    lines[-1:-1] = ["Bands, checked leave-one-out: a row's error lies inside the band its regime gets from the other "
+                    "rows for", f"{covered[True][0]} of {covered[True][1]} rows whose regime keeps a measured row "
+                    f"(P10..P90 aims at 8 in 10), and for {covered[False][0]} of {covered[False][1]} rows left alone "
+                    "in theirs", "(the no-measurement rule)."]
     for metric in evidence.METRICS:
         of = [m for m in rows if m.metric == metric]
         if not of:
