@@ -163,3 +163,18 @@ def test_the_bands_hold_most_rows_left_out_of_them():
     covered = accuracy.band_coverage(list(evidence.measured()))
     for measured, (inside, rows) in covered.items():
         assert rows >= 10 and inside / rows >= 0.7, (measured, inside, rows)
+
+
+def test_the_figures_the_docs_quote_are_current():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    three = [udfs.call("SERVING_THROUGHPUT", "Llama 3.1 8B", "H100", "fp8", 2048, 2048, 1, "", "", "", e)
+             for e in ("low", "point", "high")]
+    assert " / ".join(f"{v:,.0f}" for v in three) + " tokens/s" in readme
+    h100 = evidence.for_option("throughput", catalog.model("Llama 3.1 8B"), catalog.gpu("H100"), "fp8", 1)
+    gaudi = evidence.for_option("throughput", catalog.model("Llama 3.1 8B"), catalog.gpu("Gaudi 3"), "fp8", 1)
+    for ev in (h100, gaudi):
+        assert f"{ev.low_error:+.0%} to {ev.high_error:+.0%}" in readme.replace("\n", " "), ev.text()
+    page = (ROOT / "docs" / "accuracy.md").read_text(encoding="utf-8").replace("\n", " ")
+    covered = accuracy.band_coverage(list(evidence.measured()))
+    assert f"{covered[True][0]} of {covered[True][1]} fall inside" in page
+    assert f"for the {covered[False][1]} rows left alone" in page and f"rule, {covered[False][0]} (" in page
