@@ -194,3 +194,17 @@ def test_verdicts_are_data_and_render_from_one_table():
     rows = {r[1]: r for r in table.rows}
     assert any(r[verdict] == "fails" and r[reason].startswith("over budget: $") and r[reason].endswith("per month")
                for r in rows.values())
+
+
+def test_qlora_70b_fits_48gb_cards_and_a_refusal_says_by_how_much():
+    """Training fits against the whole GPU memory (its overhead is counted in the estimate), not
+    serving's 90%: 70B QLoRA at 2,048 tokens fits one 48 GB card, as the QLoRA paper's 65B does."""
+    from udfs.catalogs import catalog
+    from udfs.physics import training
+    need = training.qlora_memory_gib(catalog.model("Llama 3 70B"))["total"]
+    assert 44 < need < 48
+    options = {o.gpu: o for o in picker.rank("qlora", "Llama 3 70B", tiers="any")}
+    for name in ("L40S 48GB", "L40 48GB", "RTX 6000 Ada 48GB", "RTX A6000 48GB"):
+        assert options[name].fits, options[name].reason.text()
+    assert options["A100 SXM 40GB"].reason.text() == \
+        f"does not fit: needs {need:.1f} GiB per GPU, 40.0 GiB usable on A100 SXM 40GB"
