@@ -165,7 +165,9 @@ def test_every_chart_labels_every_category(files):
         charts = _charts(path)
         assert charts, path.name
         for xml in charts:
-            assert '<tickLblSkip val="1"' in xml and 'rot="0"' in xml, path.name
+            assert 'rot="0"' in xml, path.name
+            if "<c:scatterChart" not in xml and "<scatterChart" not in xml:   # a scatter has no categories
+                assert '<tickLblSkip val="1"' in xml, path.name
 
 
 @pytest.mark.parametrize("years", [3, 5])

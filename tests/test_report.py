@@ -160,7 +160,9 @@ def test_charts_and_sensitivity(built_reports, name):
     charts = report.build(src.scenario, src)
     # the own-vs-rent line chart is drawn for the recommended GPU when it has both prices; else a sentence says why
     both = isinstance(src.own_vs_rent, report_model.OwnVsRent)
-    assert len(charts["Charts"]._charts) == (3 if both else 2) and len(charts["Sensitivity"]._charts) == 1
+    # serving reports add the recommendation's trade-off curve (tokens/s per GPU against per user)
+    curve = src.scenario.serving and src.best is not None and bool(src.best.gpus_per_copy)
+    assert len(charts["Charts"]._charts) == (3 if both else 2) + curve and len(charts["Sensitivity"]._charts) == 1
     if not both:
         assert "No break-even" in charts["Charts"]["A42"].value
     for line in [c for c in charts["Charts"]._charts if c.tagname == "lineChart"]:
@@ -443,3 +445,26 @@ def test_owned_counts_are_whole_systems():
                          500, 200):
         if o.ok:
             assert o.count % (catalog.gpu(o.gpu).system_gpus or 1) == 0, o
+
+
+def test_serving_report_charts_the_recommendations_curve_and_marks_its_batch(built_reports):
+    """The curve's table is SERVING_CURVE for the recommendation, its chosen point the option's batch."""
+    src = report_model.analyse(scenario.load(ROOT / "examples" / "serve-8b.toml"))
+    best, sc = src.best, src.scenario
+    ws = report.build(sc, src)["Charts"]
+    scatter = [c for c in ws._charts if c.tagname == "scatterChart"]
+    assert len(scatter) == 1 and len(scatter[0].series) == 2
+    start = next(r for r in range(1, ws.max_row + 1) if ws.cell(row=r, column=13).value == "Batch")
+    rows = []
+    for r in range(start + 1, ws.max_row + 1):
+        if not isinstance(ws.cell(row=r, column=13).value, int):
+            break
+        rows.append([ws.cell(row=r, column=c).value for c in range(13, 16)])
+    mark = next(r for r in range(start, ws.max_row + 1) if ws.cell(row=r, column=13).value == "Chosen batch")
+    assert ws.cell(row=mark + 1, column=13).value == best.batch
+    max_tpot = 1000 / sc.min_tokens_per_sec if sc.min_tokens_per_sec else ""
+    table = udfs.call("SERVING_CURVE", sc.model.name, best.gpu, sc.precision, sc.prompt_tokens_per_request,
+                      sc.output_tokens_per_request, best.gpus_per_copy, best.rate, max_tpot,
+                      sc.engine.name if sc.engine else "")
+    assert [r[0] for r in rows] == [r[0] for r in table.rows]
+    assert [r[2] for r in rows] == pytest.approx([r[1] for r in table.rows])

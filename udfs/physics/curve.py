@@ -25,31 +25,34 @@ class CurvePoint:
     tpot_ms: float
     ttft_ms: float
     usd_per_1m_output: float | None   # None without a price
-    operating_point: bool             # SERVING_THROUGHPUT's batch (the largest that fits and meets targets)
+    operating_point: bool             # the chosen batch: SERVING_THROUGHPUT's (largest that fits and meets targets)
 
 
-def batches(largest: int) -> list[int]:
+def batches(largest: int, chosen: int | None = None) -> list[int]:
     """1, 2, 4, ... below `largest`, then `largest` itself: evenly spread on the log scale the
-    curve is read on, and always ending at the operating point."""
+    curve is read on, always ending at the operating point, with a chosen batch in its place."""
     points, b = [], 1
     while b < largest:
         points.append(b)
         b *= 2
-    return points + [largest]
+    return sorted(set(points + [largest] + ([chosen] if chosen else [])))
 
 
 def serving_curve(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: float, output_tokens: float,
                   n_gpus: int, usd_per_gpu_hour: float | None, eng: Engine | str | None = None,
-                  kv_precision: Precision | str | None = None, max_tpot_ms: float | None = None) -> list[CurvePoint]:
-    """One point per batch up to the operating point (which fits and meets `max_tpot_ms`)."""
+                  kv_precision: Precision | str | None = None, max_tpot_ms: float | None = None,
+                  chosen: int | None = None) -> list[CurvePoint]:
+    """One point per batch up to the operating point (which fits and meets `max_tpot_ms`); `chosen`
+    marks another batch (a report's batch override) instead of the operating point."""
     top = capacity.serving_point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, eng,
                                  kv_precision)
+    mark = chosen or top.batch
     points = []
-    for b in batches(top.batch):
+    for b in batches(top.batch, mark):
         p = top if b == top.batch else capacity.serving_point(model, gpu, precision, prompt_tokens, output_tokens,
                                                               n_gpus, None, eng, kv_precision, batch=b)
         cost = (economics.cost_per_1m_output_tokens(usd_per_gpu_hour, n_gpus, p.tokens_per_sec)
                 if usd_per_gpu_hour is not None else None)
         points.append(CurvePoint(b, p.tokens_per_sec / n_gpus, 1000 / p.tpot_ms, p.tpot_ms, p.ttft_ms, cost,
-                                 b == top.batch))
+                                 b == mark))
     return points
