@@ -19,7 +19,25 @@ def _run_serve(args) -> int:
     from . import server
     return server.serve(host=args.host, port=args.port, project_dir=args.project_dir, log_level=args.log_level,
                         workers=args.workers, ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile,
-                        max_request_mb=args.max_request_mb)
+                        max_request_mb=args.max_request_mb,
+                        limits={"FLOPSHEET_MAX_CELLS": args.max_cells, "FLOPSHEET_CALL_SECONDS": args.call_seconds,
+                                "FLOPSHEET_HEADER_TIMEOUT_S": args.header_timeout,
+                                "FLOPSHEET_BODY_TIMEOUT_S": args.body_timeout,
+                                "FLOPSHEET_MAX_CONNECTIONS": args.max_connections})
+
+
+def _positive(kind, most: float):
+    """An argparse type: a number above 0 and at most `most`."""
+    def read(text: str):
+        import argparse
+        try:
+            value = kind(text)
+        except ValueError:
+            value = -1
+        if not 0 < value <= most:
+            raise argparse.ArgumentTypeError(f"must be a number above 0 and at most {most:g}, got {text[:20]!r}")
+        return value
+    return read
 
 
 def _wheel_url(text: str) -> str:
@@ -62,6 +80,16 @@ def add(sub) -> None:
     serve = sub.add_parser("serve", help="run xlwings Server with Flopsheet's functions (needs XLWINGS_LICENSE_KEY)")
     serve.add_argument("--max-request-mb", type=_positive_mb, default=None,
                        help="refuse larger requests with 413 (default 8 MB: a 600x1000 range is about 4 MB)")
+    serve.add_argument("--max-cells", type=_positive(int, 1e8), default=None,
+                       help="refuse calls whose ranges make more result cells (default 1,000,000)")
+    serve.add_argument("--call-seconds", type=_positive(float, 3600), default=None,
+                       help="stop a call still computing after this many seconds (default 30)")
+    serve.add_argument("--header-timeout", type=_positive(float, 3600), default=None,
+                       help="close a connection whose request headers take longer (default 10 s)")
+    serve.add_argument("--body-timeout", type=_positive(float, 3600), default=None,
+                       help="answer 408 to a request whose body takes longer (default 60 s)")
+    serve.add_argument("--max-connections", type=_positive(int, 1e6), default=None,
+                       help="answer 503 to connections beyond this many open ones (default 1000)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--project-dir", help="use this xlwings Server project folder instead of a generated one")

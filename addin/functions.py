@@ -17,6 +17,7 @@ added to the registry appears in all three add-ins without touching this file.
 
 import inspect
 import logging
+import os
 import sys
 from typing import Literal
 
@@ -101,11 +102,27 @@ def _normalise(value):
     return value
 
 
+def _setting(name: str, kind, default):
+    """A limit from the environment (flopsheet serve sets them); unset or unreadable: `default`."""
+    try:
+        value = kind(os.environ[name])
+        return value if value > 0 else default
+    except (KeyError, ValueError):
+        return default
+
+
+# The limits of one call: result cells (default the registry's) and seconds of work (default
+# none; the server sets one so that no call holds a worker for long). Read once, at import.
+MAX_CELLS_ENV, CALL_SECONDS_ENV = "FLOPSHEET_MAX_CELLS", "FLOPSHEET_CALL_SECONDS"
+MAX_CELLS = _setting(MAX_CELLS_ENV, int, registry.MAX_RESULT_CELLS)
+CALL_SECONDS = _setting(CALL_SECONDS_ENV, float, None)
+
+
 def _evaluate(fn, args):
     """Run one registry function on cell values; the spill form for tables, a same-shaped
     array when a range was given. Raises FlopsheetError for bad inputs."""
     args = [_normalise(a) for a in args]
-    result = registry.call_array(fn, *args)
+    result = registry.call_array(fn, *args, max_cells=MAX_CELLS, budget_s=CALL_SECONDS)
     if isinstance(result, Table):
         return result.to_list()
     return result

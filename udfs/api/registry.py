@@ -15,6 +15,7 @@ whose inputs are bad.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable, Sequence
@@ -232,10 +233,23 @@ def call(name: str | Function, *args, **kwargs):
 
 
 # ---------------------------------------------------------------- array form
-def _shape(value) -> tuple[int, int] | None:
-    if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
-        return len(value), len(value[0])
-    return None
+# The most cells one array call may produce: a 1000x1000 result. Bigger ranges are refused
+# before any work (a 1x2000 row by a 2000x1 column asked for 4 million cells: 30 s of work and a
+# 37 MB answer); a front end may set its own (flopsheet serve --max-cells).
+MAX_RESULT_CELLS = 1_000_000
+
+
+def _shape(arg: Arg, value) -> tuple[int, int] | None:
+    """(rows, columns) of a range argument, None for one value; a ragged range (rows of
+    different lengths, a row that is a single value, an empty row) is a #VALUE! naming it."""
+    if not (isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple))):
+        return None
+    cols = len(value[0])
+    bad = next((row for row in value if not isinstance(row, (list, tuple)) or len(row) != cols or not row), None)
+    if bad is not None or cols == 0:
+        got = f"a row of {len(bad)} cells" if isinstance(bad, (list, tuple)) else "a row that is not a list"
+        raise value_error(f"{arg.name} is not a rectangular range: its first row has {cols} cells, {got}")
+    return len(value), cols
 
 
 def _cell(value, shape, r, c):
@@ -249,12 +263,14 @@ def _cell(value, shape, r, c):
     return value[r][c]
 
 
-def call_array(name: str | Function, *args):
+def call_array(name: str | Function, *args, max_cells: int | None = None, budget_s: float | None = None):
     """Array form: 2-D list arguments broadcast like Excel (same shape, a row, a column or
-    one cell); the result has the broadcast shape, with an error string where a cell fails."""
+    one cell); the result has the broadcast shape, with an error string where a cell fails.
+    At most `max_cells` result cells (default MAX_RESULT_CELLS), refused before any work; with
+    `budget_s`, a call still computing after that many seconds stops with a #VALUE!."""
     fn = get(name) if isinstance(name, str) else name
     shapes = [(i, shape) for i, a in enumerate(args)
-              if (shape := _shape(a)) is not None and i < len(fn.args) and fn.args[i].type != "list"]
+              if i < len(fn.args) and fn.args[i].type != "list" and (shape := _shape(fn.args[i], a)) is not None]
     if not shapes or not fn.vectorizable:
         return call(fn, *args)
     rows = max(s[0] for _, s in shapes)
@@ -262,9 +278,17 @@ def call_array(name: str | Function, *args):
     for i, (r, c) in shapes:
         if r not in (1, rows) or c not in (1, cols):
             raise value_error(f"{fn.args[i].name} is {r}x{c}, which does not fit a {rows}x{cols} result")
+    limit = MAX_RESULT_CELLS if max_cells is None else max_cells
+    if rows * cols > limit:
+        raise value_error(f"{fn.name}: the ranges make a {rows:,}x{cols:,} result ({rows * cols:,} cells), over the "
+                          f"limit of {limit:,} cells per call; use smaller ranges")
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     arrays = dict(shapes)
     out = []
     for r in range(rows):
+        if deadline is not None and time.monotonic() > deadline:
+            raise value_error(f"{fn.name}: stopped after the time limit of {budget_s:g} s per call "
+                              f"({r * cols:,} of {rows * cols:,} cells done); use smaller ranges")
         row = []
         for c in range(cols):
             cell_args = [(_cell(a, arrays[i], r, c) if i in arrays else a) for i, a in enumerate(args)]
