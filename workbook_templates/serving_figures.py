@@ -172,8 +172,7 @@ def figures_sheet(book: Book):
     ws = book.wb.create_sheet(SHEET)
     ws["A1"] = "Figures the serving calculation looks up (written from Flopsheet's engine)"
     ws["A1"].font = st.TITLE_FONT
-    ws["A2"] = ("Nothing here is typed by hand: each table is written from the engine's own constants and rules "
-                "when the workbook is made, so the sheet and the worksheet functions use the same figures.")
+    ws["A2"] = "Nothing here is typed by hand: each table is written from the engine when the workbook is made."
     ws["A2"].font = st.NOTE_FONT
     ws.cell(row=4, column=1, value="Constants").font = st.SECTION_FONT
     _header(ws, 5, ["Constant", "Value", "Home in the code"])
@@ -211,7 +210,7 @@ def figures_sheet(book: Book):
                  "(by ratio): counts from the first column up take the model beside them",
                  ["From (parameters)", "Layout of"], lenders, {1: "SrvLenderFrom", 2: "SrvLenderNames"},
                  ["#,##0", None])
-    st.set_widths(ws, {"A": 46, "B": 22, "C": 30, "D": 16})
+    st.set_widths(ws, {"A": 46, "B": 22, "C": 30, "D": 16, "E": 16})
     ws.freeze_panes = "A4"
     return ws
 
