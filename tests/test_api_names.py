@@ -68,7 +68,8 @@ def test_required_arguments_come_first():
 
 
 def test_max_batch_takes_context_before_precision():
-    assert udfs.get("MAX_BATCH").signature() == "MAX_BATCH(model, gpu, context, [precision], [n_gpus], [usable_fraction])"
+    assert udfs.get("MAX_BATCH").signature() == \
+        "MAX_BATCH(model, gpu, context, [precision], [n_gpus], [usable_fraction], [engine])"
 
 
 def test_unknown_argument_type_fails_at_declaration():

@@ -261,10 +261,14 @@ def _fixed_gib(model: Model, precision: Precision | str, n_gpus: int, eng: Engin
     return serving.weight_bytes(model, precision) / n_gpus / GIB + eng.activation_reserve_gib
 
 
+def kv_share(model: Model, n_gpus: int, eng: Engine) -> float:
+    """Share of a sequence's KV cache each GPU holds: 1/n, more where KV heads are replicated."""
+    return _kv_replication(model, _split(eng, n_gpus)) / n_gpus
+
+
 def kv_per_sequence_gib(model: Model, tokens: float, n_gpus: int, kv_precision: Precision | str, eng: Engine) -> float:
     """KV cache of one sequence of `tokens` per GPU (replicated where a GPU holds fewer KV heads than one)."""
-    replication = _kv_replication(model, _split(eng, n_gpus))
-    return kv_cache_bytes(model, tokens, 1, kv_precision) * replication / n_gpus / GIB
+    return kv_cache_bytes(model, tokens, 1, kv_precision) * kv_share(model, n_gpus, eng) / GIB
 
 
 def gib_text(gib: float) -> str:

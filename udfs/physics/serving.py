@@ -57,29 +57,18 @@ def usable_gib(gpu: Gpu, fraction: float = cal.USABLE_MEMORY_FRACTION) -> float:
     return gpu.memory_gb * fraction
 
 
-def max_batch(model, gpu, precision, context, n_gpus=1, kv_precision=KV_PRECISION,
-              fraction=cal.USABLE_MEMORY_FRACTION) -> int:
-    """Sequences of `context` tokens whose KV cache fits beside the weights (0 if none)."""
-    free = _free_for_kv(model, gpu, precision, n_gpus, fraction)
-    per_sequence = kv_cache_bytes(model, context, 1, kv_precision) / n_gpus / GIB
-    return max(0, math.floor(free / per_sequence))
-
-
-def max_context(model, gpu, precision, batch=1, n_gpus=1, kv_precision=KV_PRECISION,
-                fraction=cal.USABLE_MEMORY_FRACTION) -> int:
-    """Tokens per sequence that fit for `batch` sequences, capped at the model's context length
-    (a sliding-window model holds at most its window, so it is then limited only by that cap)."""
-    free = _free_for_kv(model, gpu, precision, n_gpus, fraction)
-    per_layer_token = kv_bytes_per_layer_token(model, kv_precision) * batch / n_gpus / GIB
-    tokens = shape.max_context_for(model, max(0.0, free) / per_layer_token)
+def max_context(model: Model, free_gib: float, batch: float = 1, per_gpu: float = 1.0,
+                kv_precision: Precision | str = KV_PRECISION) -> int:
+    """Tokens per sequence whose KV cache, for `batch` sequences, fits in `free_gib` per GPU (what the
+    engine's memory rules leave: capacity.kv_budget_gib; `per_gpu` the share of a sequence's cache
+    each GPU holds: capacity.kv_share), capped at the model's context length (a sliding-window
+    model holds at most its window, so it is then limited only by that cap)."""
+    per_layer_token = kv_bytes_per_layer_token(model, kv_precision) * batch * per_gpu / GIB
+    tokens = shape.max_context_for(model, max(0.0, free_gib) / per_layer_token)
     limit = model.context_length or tokens
     if math.isinf(limit):
         raise num_error(f"every layer of {model.name} holds only its window: give the model's context length")
     return int(min(math.floor(tokens), limit))
-
-
-def _free_for_kv(model, gpu, precision, n_gpus, fraction) -> float:
-    return usable_gib(gpu, fraction) - weight_bytes(model, precision) / n_gpus / GIB - cal.SERVING_OVERHEAD_GIB
 
 
 def check_gpus(n_gpus: int) -> int:

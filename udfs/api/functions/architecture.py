@@ -1,7 +1,12 @@
 """Architecture-aware functions: parameter counts, serving memory and fit, decode and
 prefill speed, training memory (ZeRO) and QLoRA memory."""
 
+import math
+from dataclasses import replace
+
 from ...physics import arch, capacity, serving, training
+from ...catalogs.engines import DEFAULT_ENGINE_TEXT, Engine
+from ...catalogs.resolve import engine as engine_profile
 from ..registry import Arg, worksheet
 from ...catalogs.resolve import require_own_layout
 from .common import (BATCH, CONTEXT, ENGINE, GPU, KV_PRECISION, MODEL, N_GPUS, PRECISION, PROMPT, SEQ_LEN, USABLE,
@@ -44,31 +49,62 @@ def serving_memory_gb(model, precision, batch, context, kv_precision, n_gpus, pa
     return serving.serving_memory_gib(model, precision, batch, context, kv_precision, n_gpus)[part]
 
 
-@worksheet("FITS", "TRUE when the model, its KV cache and runtime overhead fit in the usable share of the GPUs' memory.",
-           "TRUE/FALSE", "Serving", [MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS, USABLE], returns="bool",
+USABLE_ENGINE = replace(USABLE, default="", help="Share of GPU memory the engine may use; blank: the engine's own "
+                        "(vLLM 0.9 of all memory; TensorRT-LLM 0.9 of what the weights leave)")
+FIT_RULES = ("under the engine's memory rules, the same check every speed, capacity and cost function makes first "
+             "(blank engine: " + DEFAULT_ENGINE_TEXT + ")")
+
+
+def _engine(gpu, engine, usable_fraction) -> Engine:
+    """The engine whose memory rules decide the fit, at the share of memory asked for."""
+    eng = engine_profile(engine, gpu)
+    return replace(eng, memory_fraction=usable_fraction) if usable_fraction else eng
+
+
+@worksheet("FITS", "TRUE when the weights, the engine's reserve and the KV cache of the batch fit the GPUs' memory "
+           + FIT_RULES + ".", "TRUE/FALSE", "Serving", [MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS, USABLE_ENGINE,
+                                                       ENGINE], returns="bool",
            examples=[(("Llama 3 70B", "RTX 4090", "q4_k_m", 1, 1024), False), (("Llama 3 70B", "H100", "int4", 1, 4096), True),
                      (("Llama 2 70B", "H100", "fp16"), False)], kind="flag")
-def fits(model, gpu, precision, batch, context, n_gpus, usable_fraction):
+def fits(model, gpu, precision, batch, context, n_gpus, usable_fraction, engine):
     require_own_layout(model)
-    need = serving.serving_memory_gib(model, precision, batch, context, serving.KV_PRECISION, n_gpus)["total"]
-    return need <= serving.usable_gib(gpu, usable_fraction)
+    try:
+        capacity.check_fit(model, gpu, precision, context, batch, n_gpus, serving.KV_PRECISION,
+                           _engine(gpu, engine, usable_fraction))
+    except capacity.NoFit:
+        return False
+    return True
 
 
-@worksheet("MAX_BATCH", "Sequences of a given context length whose KV cache fits beside the weights (0 if the model "
-           "does not fit).", "sequences", "Serving",
-           [MODEL, GPU, required(CONTEXT, "Tokens per sequence"), PRECISION, N_GPUS, USABLE],
-           examples=[(("Llama 2 7B", "A100", 4096, "fp16"), 28)], kind="count")
-def max_batch(model, gpu, context, precision, n_gpus, usable_fraction):
+def _kv_room(model, gpu, precision, n_gpus, eng) -> float:
+    """GiB per GPU the engine leaves the KV cache (0 when the weights do not fit)."""
+    try:
+        return capacity.kv_budget_gib(model, gpu, precision, n_gpus, eng)
+    except capacity.NoFit:
+        return 0.0
+
+
+@worksheet("MAX_BATCH", "Sequences of a given context length whose KV cache fits beside the weights " + FIT_RULES
+           + " (0 if the model does not fit).", "sequences", "Serving",
+           [MODEL, GPU, required(CONTEXT, "Tokens per sequence"), PRECISION, N_GPUS, USABLE_ENGINE, ENGINE],
+           examples=[(("Llama 2 7B", "A100", 4096, "fp16"), 29), (("Llama 2 7B", "A100", 4096, "fp16", 1, "", "vllm"), 28)],
+           kind="count")
+def max_batch(model, gpu, context, precision, n_gpus, usable_fraction, engine):
     require_own_layout(model)
-    return serving.max_batch(model, gpu, precision, context, n_gpus, serving.KV_PRECISION, usable_fraction)
+    eng = _engine(gpu, engine, usable_fraction)
+    per_sequence = capacity.kv_per_sequence_gib(model, context, n_gpus, serving.KV_PRECISION, eng)
+    return math.floor(_kv_room(model, gpu, precision, n_gpus, eng) / per_sequence)
 
 
-@worksheet("MAX_CONTEXT", "Tokens per sequence that fit for a batch (capped at the model's context length).",
-           "tokens", "Serving", [MODEL, GPU, PRECISION, BATCH, N_GPUS, USABLE],
-           examples=[(("Llama 2 7B", "RTX 4090", "fp16"), 4096), (("Llama 2 7B", "RTX 4090", "fp16", 8), 1932)], kind="count")
-def max_context(model, gpu, precision, batch, n_gpus, usable_fraction):
+@worksheet("MAX_CONTEXT", "Tokens per sequence that fit for a batch " + FIT_RULES + " (capped at the model's context "
+           "length).", "tokens", "Serving", [MODEL, GPU, PRECISION, BATCH, N_GPUS, USABLE_ENGINE, ENGINE],
+           examples=[(("Llama 2 7B", "RTX 4090", "fp16"), 4096), (("Llama 2 7B", "RTX 4090", "fp16", 8, 1, "", "vllm"), 1932)],
+           kind="count")
+def max_context(model, gpu, precision, batch, n_gpus, usable_fraction, engine):
     require_own_layout(model)
-    return serving.max_context(model, gpu, precision, batch, n_gpus, serving.KV_PRECISION, usable_fraction)
+    eng = _engine(gpu, engine, usable_fraction)
+    return serving.max_context(model, _kv_room(model, gpu, precision, n_gpus, eng), batch,
+                               capacity.kv_share(model, n_gpus, eng))
 
 
 @worksheet("DECODE_TOKENS_PER_SEC", "Generated tokens per second summed over the batch. A decode step, per GPU of the "
