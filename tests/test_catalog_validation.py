@@ -108,7 +108,7 @@ def test_a_row_with_too_few_cells_is_refused_by_both(tmp_path):
 def test_duplicate_rows_are_reported_not_silently_kept(tmp_path):
     folder = _team(tmp_path, "name,price_usd\nH100,24000\nH100 SXM 80GB,26000\n")
     check, load = _check_and_load(tmp_path, folder, "GPU_SPEC", "H100", "price_usd")
-    _same_refusal(check, load, "gpus.csv line 3", "already on line 2")
+    _same_refusal(check, load, "gpus.csv line 3", "names the same row as line 2")
 
 
 def test_more_kv_heads_than_heads_is_refused_by_both(tmp_path):

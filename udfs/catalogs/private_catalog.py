@@ -302,8 +302,8 @@ def merge(table: str, packaged: list[dict], columns: dict[str, str],
             line = origin.rsplit(":", 1)[1]
             first = seen.setdefault(found_ident or identity(table, row), line)
             if first != line:
-                problems.append(Problem(str(path), int(line), "", f"{_label(table, row)} is already on line {first} "
-                                                                  f"of this file; keep one row"))
+                problems.append(Problem(str(path), int(line), "", f"{_label(table, row)} names the same row as line "
+                                                                  f"{first} of this file (by name or alias); keep one"))
                 continue
             if found_ident is not None:
                 old, _ = merged[found_ident]
