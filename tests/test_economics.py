@@ -171,7 +171,10 @@ def test_reasons_for_failing():
 
 
 def test_recommend_parts_and_no_winner():
-    assert udfs.call("GPU_RECOMMEND", "qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count") == 1
+    # owned GPUs come in whole systems: the count is a multiple of the winner's system size
+    gpu = udfs.call("GPU_RECOMMEND", "qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "gpu")
+    count = udfs.call("GPU_RECOMMEND", "qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count")
+    assert count % udfs.catalogs.catalog.gpu(gpu).system_gpus == 0
     text = udfs.call("GPU_RECOMMEND", "serve", "7B", "fp16")
     assert " x " in text and "owned" in text
     with pytest.raises(udfs.FlopsheetError):
@@ -192,7 +195,7 @@ def test_verdicts_are_data_and_render_from_one_table():
     table = udfs.call("GPU_RANK", "serve", "Llama 2 7B", "fp16", "cost", 1.0)
     verdict, reason = table.header.index("verdict"), table.header.index("reason")
     rows = {r[1]: r for r in table.rows}
-    assert any(r[verdict] == "fails" and r[reason].startswith("over budget: $") and r[reason].endswith("per month")
+    assert any(r[verdict] == "fails" and r[reason].startswith("over budget: cash a month $")
                for r in rows.values())
 
 
@@ -208,3 +211,30 @@ def test_qlora_70b_fits_48gb_cards_and_a_refusal_says_by_how_much():
         assert options[name].fits, options[name].reason.text()
     assert options["A100 SXM 40GB"].reason.text() == \
         f"does not fit: needs {need:.1f} GiB per GPU, 40.0 GiB usable on A100 SXM 40GB"
+
+
+def test_a_budget_is_cash_and_a_job_budget_is_capex():
+    """budget_usd of a job is its cash up front: an owned option's capex, never the job's amortised
+    share; a service's is its cash a month. The two named budgets are the same figures."""
+    model = udfs.catalogs.catalog.model("Llama 2 7B")
+    for o in picker.rank("qlora", model, "bf16", "cost", 20_000):
+        if o.ok and o.price_basis.startswith("owned"):
+            assert o.capex is not None and o.capex <= 20_000
+    best = picker.recommend("qlora", model, "bf16", "cost", 20_000)
+    assert best.capex <= 20_000
+    assert picker.recommend("qlora", model, "bf16", capex_budget_usd=20_000) == best
+    over = [o for o in picker.rank("qlora", model, "bf16", "cost", 20_000) if o.status is Status.OVER_BUDGET]
+    assert over and all(o.reason.figures["what"] == "cash up front" and o.capex > 20_000 for o in over)
+    monthly = picker.rank("serve", model, "fp16", "cost", None, monthly_budget_usd=1_000)
+    assert [o.status for o in monthly] == [o.status for o in picker.rank("serve", model, "fp16", "cost", 1_000)]
+    with pytest.raises(udfs.FlopsheetError, match="give one, not both"):
+        udfs.call("GPU_RECOMMEND", "qlora", "Llama 2 7B", "bf16", "cost", 20_000, "", "", 1, "auto", 0, "count",
+                  1024, 256, "", "datacenter", 20_000)
+
+
+def test_ties_go_to_fewer_gpus():
+    """Two options at the same cost: the one with fewer GPUs ranks first."""
+    model = udfs.catalogs.catalog.model("Llama 2 7B")
+    ranked = [o for o in picker.rank("qlora", model, "bf16") if o.ok and o.cost is not None]
+    for a, b in zip(ranked, ranked[1:]):
+        assert (a.cost, a.count) <= (b.cost, b.count)

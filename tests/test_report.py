@@ -79,10 +79,16 @@ def _engine_best(sc: scenario.Scenario):
                 cost = (rate * 730 if basis == "cloud" else month) * opt.count
             else:
                 cost = opt.days * opt.count * 24 * rate
-            if sc.budget_usd and cost > sc.budget_usd:
+            # a budget is cash: up front (owned capex = systems + network; a cloud job's rent) and a month
+            up_front = (price * (1 + o.network_share) * opt.count if basis == "owned"
+                        else 0.0 if sc.serving else cost)
+            a_month = month * opt.count if basis == "owned" else \
+                rate * opt.count * (730 if sc.serving else min(730, opt.days * 24))
+            if (sc.capex_budget_usd and up_front > sc.capex_budget_usd) or \
+                    (sc.monthly_budget_usd and a_month > sc.monthly_budget_usd):
                 continue
             cand = (cost, g.name, basis, opt.count, opt.days)
-            if best is None or cost < best[0] - 1e-6:
+            if best is None or cost < best[0] - 1e-6 or (cost < best[0] + 1e-6 and opt.count < best[3]):
                 best = cand
     return best
 
@@ -139,7 +145,7 @@ def test_options_sheet_and_csv(built_reports, name):
     verdict = header.index("Verdict")
     why = header.index("Why it fails / note")
     bases = {r[header.index("Rent or own")] for r in rows}
-    assert bases == {"cloud", "owned"}
+    assert bases == set(sc.pricing)
     failing = [r for r in rows if r[verdict] == "fails"]
     assert failing and all(r[why] for r in failing)
     with open(built_reports[name].with_suffix(".csv"), newline="") as f:

@@ -12,6 +12,12 @@ run on one GPU per replica. Serving is sized by the serving-capacity model
 cache holds under the engine's rules and the latency target allows, on the tensor-parallel
 group (1, 2, 4, 8 GPUs) that needs the fewest GPUs for the traffic.
 
+Counts are what is sold: owned options are whole systems (`system_gpus`: an 8-GPU HGX board, a
+72-GPU NVL72 rack, one PCIe card), cloud options whole instances (the cheapest price row's
+`gpu_count`). Training at scale loses time to the gradient all-reduce
+(training.scale_out_efficiency), so more GPUs cost more GPU-hours. A budget is cash (`Budget`):
+capex up front, rent or the data-centre month a month; a tie goes to fewer GPUs.
+
 Each option carries its verdict as data (reasons.Reason: a status and figures); the worksheet
 functions and the report render the text from it and decide on the status only.
 """
@@ -61,7 +67,13 @@ class Option:
     gpus_per_copy: int | None = None     # serving: tensor-parallel group of one model copy
     batch: int | None = None             # serving: sequences each copy runs at once
     per_request_tps: float | None = None  # serving: tokens/s each request sees (1000 / TPOT)
-    purchase_unit: int | None = None      # owned: GPUs per system when the count was rounded up to whole systems
+    purchase_unit: int | None = None      # GPUs per system (owned) or per instance (cloud): the count is a multiple
+    gpu_hours: float | None = None        # training: GPU-hours at this count, the all-reduce included
+    ideal_gpu_hours: float | None = None  # training: GPU-hours of the compute alone (one GPU's speed x count)
+    mem_count: int | None = None          # training: fewest GPUs that hold the model
+    capex: float | None = None            # owned: systems + network, paid up front
+    up_front: float | None = None         # cash up front: owned capex; a cloud training job's rent
+    monthly_cash: float | None = None     # cash a month: owned data-centre month; cloud rent while running
     gpu_row: Gpu = field(kw_only=True, repr=False, compare=False)   # the GPU itself (never looked up again)
 
     @property
@@ -71,6 +83,61 @@ class Option:
     @property
     def ok(self) -> bool:
         return self.reason.ok
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A budget is cash. `capex_usd`: paid up front - an owned option's systems and network, a cloud
+    training job's rent (committed when the job is booked; a cloud service has none). `monthly_usd`:
+    paid a month - an owned option's data-centre month (economics.Ownership.month), a cloud option's
+    rent (for 730 h, or the job's hours when shorter). `budget_usd` of old means the first to train
+    and the second to serve (`of`)."""
+    capex_usd: float | None = None
+    monthly_usd: float | None = None
+
+    @staticmethod
+    def maps_to(workload: str) -> str:
+        """The budget a plain `budget_usd` is: cash up front for a job, cash a month for a service."""
+        return "monthly_budget_usd" if workload == "serve" else "capex_budget_usd"
+
+    @classmethod
+    def of(cls, workload: str, budget_usd: float | None = None, capex_budget_usd: float | None = None,
+           monthly_budget_usd: float | None = None) -> Budget:
+        if budget_usd:
+            target = cls.maps_to(workload)
+            if (capex_budget_usd if target == "capex_budget_usd" else monthly_budget_usd):
+                raise value_error(f"budget_usd and {target}: give one, not both (budget_usd is {target} "
+                                  f"for this workload)")
+            if target == "capex_budget_usd":
+                capex_budget_usd = budget_usd
+            else:
+                monthly_budget_usd = budget_usd
+        return cls(capex_budget_usd or None, monthly_budget_usd or None)
+
+    def __bool__(self) -> bool:
+        return bool(self.capex_usd or self.monthly_usd)
+
+    def verdict(self, up_front: float | None, monthly: float | None) -> Reason | None:
+        """OVER_BUDGET naming the cash that is over, or None."""
+        if self.capex_usd and up_front is not None and up_front > self.capex_usd * (1 + 1e-9):
+            return Reason(Status.OVER_BUDGET, {"cost": up_front, "budget": self.capex_usd, "what": "cash up front"})
+        if self.monthly_usd and monthly is not None and monthly > self.monthly_usd * (1 + 1e-9):
+            return Reason(Status.OVER_BUDGET, {"cost": monthly, "budget": self.monthly_usd, "what": "cash a month"})
+        return None
+
+
+def sold_unit(gpu: Gpu, basis: str) -> int:
+    """GPUs in the smallest unit one can buy or rent: an owned system (`system_gpus`) or a cloud
+    instance (the `gpu_count` of the cheapest on-demand row; 1 where the catalog rents none)."""
+    if basis == "owned":
+        return int(gpu.need("system_gpus", "buying whole systems"))
+    row = catalog.cheapest_cloud_price(gpu.name)
+    return row.gpu_count if row is not None and row.gpu_count else 1
+
+
+def whole(count: int, unit: int) -> int:
+    """`count` GPUs rounded up to whole units of `unit`."""
+    return math.ceil(count / unit) * unit
 
 
 def cloud_rate(gpu: Gpu) -> tuple[float, str] | None:
@@ -136,15 +203,38 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
             and not gpu.nvlink_class("sharding the model across GPUs"):
         return _fail(option, Status.NEEDS_NVLINK, gpu=gpu.name, link_gbs=gpu.interconnect_gbs,
                      needed_gbs=catalog.NVLINK_CLASS_GBS)
-    gpu_hours = flops_per_token * tokens / (peak * 1e12 * cal.DEFAULT_MFU) / 3600
-    count = max(n_mem, math.ceil(gpu_hours / (deadline * 24)))
-    option.count, option.days = count, gpu_hours / count / 24
+    ideal = flops_per_token * tokens / (peak * 1e12 * cal.DEFAULT_MFU) / 3600
+    unit = sold_unit(gpu, basis)
+    count, eff = training_count(model, gpu, precision, ideal, n_mem, deadline, unit)
+    option.count, option.purchase_unit, option.mem_count = count, unit, n_mem
+    option.ideal_gpu_hours, option.gpu_hours = ideal, ideal / eff
+    option.days = option.gpu_hours / count / 24
     if count > MAX_GPUS:
         return _fail(option, Status.MISSES_DEADLINE, count=count)
     if rate is None:
         return _fail(option, Status.NO_PRICE, basis=basis)
-    option.cost = gpu_hours * rate[0]
+    option.cost = option.gpu_hours * rate[0]
     return option
+
+
+def training_count(model, gpu, precision, ideal_gpu_hours: float, n_mem: int, deadline_days: float,
+                   unit: int) -> tuple[int, float]:
+    """Fewest GPUs, in whole units, that hold the model and finish within the deadline once the
+    all-reduce is paid (training.scale_out_efficiency at that count), and that efficiency. The
+    efficiency falls as GPUs are added, so the count is found by iterating; past the point where
+    adding GPUs no longer pays for their all-reduce the deadline is missed (MAX_GPUS exceeded)."""
+    system = int(gpu.need("system_gpus", "training across GPUs"))
+    count = whole(max(n_mem, math.ceil(ideal_gpu_hours / (deadline_days * 24) - 1e-9)), unit)
+    eff = training.scale_out_efficiency(model, gpu, count, precision, gpus_per_system=system)
+    for _ in range(100):
+        need = whole(max(n_mem, math.ceil(ideal_gpu_hours / eff / (deadline_days * 24) - 1e-9)), unit)
+        if need <= count or count > MAX_GPUS:
+            break
+        count = max(need, count + unit)
+        eff = training.scale_out_efficiency(model, gpu, count, precision, gpus_per_system=system)
+    if ideal_gpu_hours / eff / count / 24 > deadline_days * (1 + 1e-9):
+        count = max(count, MAX_GPUS + 1)
+    return count, eff
 
 
 def _needs_sharding(model, gpu, precision) -> bool:
@@ -223,67 +313,82 @@ def rank(workload: str, model_or_params: Model | float, precision: Precision | s
          budget_usd: float | None = None, deadline_days: float | None = None, tokens_or_traffic: float | None = None,
          batch: int | None = None, price_basis: str = "auto", min_tokens_per_sec: float = 0.0,
          prompt_tokens: float = defaults.PROMPT_TOKENS, output_tokens: float = defaults.OUTPUT_TOKENS, engine=None,
-         tiers: str | tuple = "datacenter") -> list[Option]:
+         tiers: str | tuple = "datacenter", capex_budget_usd: float | None = None,
+         monthly_budget_usd: float | None = None) -> list[Option]:
     """Every catalog GPU's option, best first. Serving: `tokens_or_traffic` is output tokens/s
     (headroom included), `batch` an optional override, `min_tokens_per_sec` the speed each
     request needs (a TPOT limit of 1000 / it ms). `tiers`: the GPU tiers the deployment may use
-    (others are sized and priced, and fail with the reason)."""
+    (others are sized and priced, and fail with the reason). The budgets are cash (Budget);
+    `budget_usd` is the capex budget of a job, the monthly budget of a service."""
     model, precision, allowed = resolve.model(model_or_params), as_precision(precision), parse_tiers(tiers)
+    budget = Budget.of(workload, budget_usd, capex_budget_usd, monthly_budget_usd)
     shape = ServingShape(prompt_tokens, output_tokens, engine or None, int(batch) if batch else None)
     options = []
     for gpu in catalog.gpus():
         try:
-            opt, monthly = _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, shape,
-                                   price_basis, min_tokens_per_sec)
+            opt = _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, shape,
+                          price_basis, min_tokens_per_sec)
         except MissingFigure as gap:         # not comparable: the figure it needs is unknown
-            opt, monthly = _fail(Option(gpu.name, 0, False, None, None, None, "", "", gpu_row=gpu), Status.NO_SPEC,
-                                 figure=gap.figure, needed_for=gap.needed_for, how=gap.how), None
+            opt = _fail(Option(gpu.name, 0, False, None, None, None, "", "", gpu_row=gpu), Status.NO_SPEC,
+                        figure=gap.figure, needed_for=gap.needed_for, how=gap.how)
         except FlopsheetError as e:          # e.g. a format the GPU has no units for: it fails, the others rank
-            opt, monthly = _fail(Option(gpu.name, 0, False, None, None, None, "", "", gpu_row=gpu), Status.NO_SPEC,
-                                 detail=e.message), None
-        if opt.ok and budget_usd and monthly and monthly > budget_usd:
-            _fail(opt, Status.OVER_BUDGET, cost=monthly, budget=budget_usd,
-                  per="month" if workload == "serve" else "job")
+            opt = _fail(Option(gpu.name, 0, False, None, None, None, "", "", gpu_row=gpu), Status.NO_SPEC,
+                        detail=e.message)
+        over = budget.verdict(opt.up_front, opt.monthly_cash) if opt.ok else None
+        if over:
+            opt.reason = over
         left_out = tier_reason(gpu, allowed)
         if left_out:                         # sized and priced all the same, so a reader can compare
             opt.reason = left_out
         options.append(opt)
     key = _sort_key(workload, objective)
-    options.sort(key=lambda o: (not o.ok, key(o)))
+    options.sort(key=lambda o: (not o.ok, key(o), o.count))      # a tie goes to fewer GPUs
     for o in options[1:]:
         if o.ok:
             o.reason = _behind(o, options[0], workload, objective)
     return options
 
 
-def _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, shape, price_basis, min_tps):
-    """One GPU's option, and the figure a budget applies to ($ per job, or $ per month to serve)."""
+def _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, shape, price_basis, min_tps) -> Option:
+    """One GPU's option, in whole systems or instances, with its cash (up front and a month)."""
     basis = resolve_basis(workload, price_basis)
     rate = price(gpu, workload, basis)
     if workload == "serve":
         opt = _serving_option(gpu, model, precision, shape, tokens_or_traffic or 0, min_tps, rate, basis)
-        if basis == "owned":
-            whole_systems(opt, gpu, rate, tokens_or_traffic)
-        # the budget applies to the month: every GPU of every replica, rented 730 h or owned (its cash month)
-        hours = economics.HOURS_PER_MONTH * (economics.Ownership().utilization if basis == "owned" else 1)
-        return opt, (rate[0] * opt.count * hours if (opt.ok and rate) else None)
-    tokens = tokens_or_traffic or (defaults.CHINCHILLA_TOKENS_PER_PARAM * model.params if workload == "train"
-                                   else defaults.FINETUNE_TOKENS)
-    opt = _training_option(gpu, model, workload, precision, tokens, deadline_days or defaults.DEADLINE_DAYS, rate,
-                           basis)
-    return opt, opt.cost
+        whole_systems(opt, gpu, rate, tokens_or_traffic, sold_unit(gpu, basis))
+    else:
+        tokens = tokens_or_traffic or (defaults.CHINCHILLA_TOKENS_PER_PARAM * model.params if workload == "train"
+                                       else defaults.FINETUNE_TOKENS)
+        opt = _training_option(gpu, model, workload, precision, tokens, deadline_days or defaults.DEADLINE_DAYS,
+                               rate, basis)
+    if opt.ok and rate is not None and opt.count:
+        _cash(opt, gpu, workload, basis, rate[0])
+    return opt
 
 
-def whole_systems(opt: Option, gpu: Gpu, rate, traffic) -> None:
-    """GPUs bought to serve come in whole systems (an 8-GPU HGX board, a 72-GPU NVL72 rack): the
-    count is rounded up to them, the extra GPUs being extra copies (tensor-parallel groups of 1-8
-    divide a system), so capacity grows with the count. (A training job on owned GPUs is charged
-    its share of a fleet kept busy with other work, so its count stays the job's.)"""
-    unit = int(gpu.need("system_gpus", "rounding a purchase up to whole systems"))
-    if not opt.count or opt.count % unit == 0:
+def _cash(opt: Option, gpu: Gpu, workload: str, basis: str, rate: float) -> None:
+    """The option's cash (Budget): owned, the capex and the data-centre month at the default
+    Ownership; cloud, the job's rent up front (training) and the rent a month."""
+    if basis == "owned":
+        price, o = catalog.gpu_price(gpu, "system"), economics.Ownership()
+        opt.capex = opt.up_front = opt.count * o.capex(price)
+        opt.monthly_cash = opt.count * o.month(price, gpu.need("tdp_w", "the power cost of owning it"))["total"]
         return
-    bought = math.ceil(opt.count / unit) * unit
+    hours = economics.HOURS_PER_MONTH if workload == "serve" else min(economics.HOURS_PER_MONTH, opt.days * 24)
+    opt.up_front = 0.0 if workload == "serve" else opt.cost
+    opt.monthly_cash = rate * opt.count * hours
+
+
+def whole_systems(opt: Option, gpu: Gpu, rate, traffic, unit: int) -> None:
+    """GPUs to serve come in whole units - bought, whole systems (an 8-GPU HGX board, a 72-GPU
+    NVL72 rack); rented, whole instances: the count is rounded up to them, the extra GPUs being
+    extra copies (tensor-parallel groups of 1-8 divide a system), so capacity grows with the count."""
+    if not opt.count:
+        return
     opt.purchase_unit = unit
+    if opt.count % unit == 0:
+        return
+    bought = whole(opt.count, unit)
     if opt.tokens_per_sec:
         demand = traffic or opt.tokens_per_sec       # no traffic given: what the copies sized were for
         opt.tokens_per_sec *= bought / opt.count

@@ -53,7 +53,7 @@ TEMPLATES: dict[tuple[Status, frozenset[str]], str] = {
         "too little throughput: {capacity:,.0f} tokens/s < {needed:,.0f} needed",
     (Status.NO_PRICE, frozenset({"basis"})): "no {basis} price in the catalog",
     (Status.NO_PRICE, frozenset({"basis", "scenario"})): "no {basis} price in the catalog or the scenario",
-    (Status.OVER_BUDGET, frozenset({"cost", "budget", "per"})): "over budget: ${cost:,.0f} > ${budget:,.0f} per {per}",
+    (Status.OVER_BUDGET, frozenset({"cost", "budget", "what"})): "over budget: {what} ${cost:,.0f} > ${budget:,.0f}",
     (Status.NOT_LICENSED, frozenset({"gpu", "include"})):
         "left out: {gpu} is a GeForce card - NVIDIA's GeForce driver licence (section 2.1.3, 'No Datacenter "
         "Deployment') does not allow data-centre use; PCIe only (no NVLink for tensor parallel) and no ECC memory "

@@ -152,13 +152,16 @@ def _unit(sc) -> str:
 def _why_best(sc: Scenario, r: Row, n_ok: int) -> str:
     what = "cheapest" if sc.objective == "cost" else "fastest"
     head = f"The {what} of {n_ok} options that meet every constraint"
-    outlay = (f" Capex ${r.capex:,.0f} up front." if r.basis == "owned"
+    outlay = (f" Capex ${r.capex:,.0f} up front for {r.units_text or f'{r.count:,} GPUs'}." if r.basis == "owned"
               else f" No capex: {r.rented_hours:,.0f} GPU-hours rented{' a month' if sc.serving else ''}.")
     if sc.serving:
         return (f"{head}: ${r.total_cost:,.0f} {_unit(sc)}, ${r.cost_per_1m:,.3f} per 1M output tokens, "
                 f"{r.per_request_tps:,.1f} tokens/s per request ({r.seconds_per_request:,.1f} s for "
                 f"{sc.output_tokens_per_request:g} tokens).{outlay}")
-    return f"{head}: ${r.total_cost:,.0f} {_unit(sc)} in {r.days:,.1f} days on {r.count:,} GPUs.{outlay}"
+    on = f"{r.count:,} GPUs" + (f" ({r.units_text})" if r.units_text else "")
+    scale = (f" The gradient all-reduce takes {1 - r.scale_efficiency:.0%} of the time at this size."
+             if r.scale_efficiency is not None and r.count > 1 else "")
+    return f"{head}: ${r.total_cost:,.0f} {_unit(sc)} in {r.days:,.1f} days on {on}.{scale}{outlay}"
 
 
 def _why_runner(sc: Scenario, r: Row, best: Row) -> str:
@@ -290,7 +293,8 @@ def count_sentence(sc: Scenario, r: Row | None) -> str:
              f"cop{'ies' if copies_needed > 1 else 'y'} x {r.gpus_per_copy} = {copies_needed * r.gpus_per_copy} "
              f"GPU{'s' if copies_needed * r.gpus_per_copy > 1 else ''}")
     if r.purchase_unit and copies_needed * r.gpus_per_copy != r.count:
-        head += (f"; bought as whole {r.purchase_unit}-GPU systems: {r.count:,} GPUs ({copies} copies, "
+        head += (f"; {'bought as whole' if r.basis == 'owned' else 'rented as whole'} {r.purchase_unit}-GPU "
+                 f"{'systems' if r.basis == 'owned' else 'instances'}: {r.count:,} GPUs ({copies} copies, "
                  f"{r.capacity_tps:,.0f} tokens/s)")
     elif copies_needed != copies:
         head += f"; {r.count:,} GPUs as set in the scenario ({copies} copies, {r.capacity_tps:,.0f} tokens/s)"
@@ -310,7 +314,6 @@ class ServingFigures:
     capacity_output_tokens_per_sec: float | None
     gpus_per_copy: int | None
     batch: int | None
-    gpus_per_system: int | None
     tokens_per_sec_per_request: float | None
     seconds_per_request: float | None
 
@@ -320,6 +323,7 @@ class TrainingFigures:
     total_cost_usd: float | None
     days: float | None
     gpu_hours: float | None
+    scale_out_efficiency: float | None    # share of the time computing; the gradient all-reduce is the rest
 
 
 @dataclass(frozen=True)
@@ -329,6 +333,8 @@ class OptionSummary:
     gpu: str
     count: int
     basis: str
+    gpus_per_system: int | None         # GPUs in one system (owned) or instance (cloud); count is a multiple
+    systems: int | None                 # systems bought or instances rented
     rank: int | None
     ok: bool
     reason: str | None                  # why it fails (None: it meets every constraint)
@@ -405,11 +411,13 @@ def _json(v):
 def option_summary(sc: Scenario, r: Row) -> OptionSummary:
     figures: ServingFigures | TrainingFigures = (
         ServingFigures(cost_per_1m_output_tokens_usd=r.cost_per_1m, capacity_output_tokens_per_sec=r.capacity_tps,
-                       gpus_per_copy=r.gpus_per_copy, batch=r.batch, gpus_per_system=r.purchase_unit,
+                       gpus_per_copy=r.gpus_per_copy, batch=r.batch,
                        tokens_per_sec_per_request=r.per_request_tps, seconds_per_request=r.seconds_per_request)
-        if sc.serving else TrainingFigures(total_cost_usd=r.total_cost, days=r.days, gpu_hours=r.gpu_hours))
+        if sc.serving else TrainingFigures(total_cost_usd=r.total_cost, days=r.days, gpu_hours=r.gpu_hours,
+                                           scale_out_efficiency=r.scale_efficiency))
     return OptionSummary(
-        gpu=r.gpu, count=r.count, basis=r.basis, rank=r.rank, ok=r.ok,
+        gpu=r.gpu, count=r.count, basis=r.basis, gpus_per_system=r.purchase_unit, systems=r.units, rank=r.rank,
+        ok=r.ok,
         reason=r.reason.text() if (r.reason and not r.reason.ok) else None,
         status=(r.reason.status.value if r.reason else "ok"),
         capex_usd=r.capex, monthly_cost_usd=r.monthly_cost, usd_per_gpu_hour=r.rate, price_basis=r.rate_note,

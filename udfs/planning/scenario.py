@@ -18,7 +18,7 @@ from ..physics import defaults, lesson
 from .. import numbers
 from ..physics.economics import Ownership
 from ..errors import FlopsheetError, quote
-from .picker import OBJECTIVES, WORKLOADS, parse_tiers
+from .picker import OBJECTIVES, WORKLOADS, Budget, parse_tiers
 
 BASES = ("cloud", "owned")
 
@@ -26,7 +26,8 @@ TOP_FIELDS = {"name", "description", "workload", "constraints", "candidates", "p
 WORKLOAD_FIELDS = {"kind", "model", "params", "precision", "tokens", "requests_per_minute", "daily_users",
                    "requests_per_user_per_day", "peak_to_average", "output_tokens_per_request", "headroom",
                    "batch", "prompt_tokens_per_request", "engine"}
-CONSTRAINT_FIELDS = {"deadline_days", "p95_latency_s", "budget_usd", "objective"}
+CONSTRAINT_FIELDS = {"deadline_days", "p95_latency_s", "budget_usd", "capex_budget_usd", "monthly_budget_usd",
+                     "objective"}
 CANDIDATE_FIELDS = {"gpus", "counts", "pricing", "tiers"}
 MAX_OPTIONS = 10_000       # GPUs x counts x pricing bases one report may sweep (~1 minute, a few MB)
 PRICE_FIELDS = {"usd_per_gpu_hour", "purchase_usd"}
@@ -65,7 +66,9 @@ class Scenario:
     peak_to_average: float | None = None
     deadline_days: float | None = None
     p95_latency_s: float | None = None
-    budget_usd: float | None = None
+    budget_usd: float | None = None    # as written; it is capex_budget_usd (a job) or monthly_budget_usd (a service)
+    capex_budget_usd: float | None = None      # cash up front (Budget)
+    monthly_budget_usd: float | None = None    # cash a month (Budget)
     objective: str = "cost"
     gpus: list[str] | None = None      # None: every catalog GPU
     counts: list[int] | None = None    # None: the picker's count ("auto")
@@ -79,6 +82,11 @@ class Scenario:
     @property
     def serving(self) -> bool:
         return self.kind == "serve"
+
+    @property
+    def budget(self) -> Budget:
+        """The budgets as cash (budget_usd already mapped by from_dict)."""
+        return Budget(self.capex_budget_usd, self.monthly_budget_usd)
 
     def traffic(self) -> tuple[float, float]:
         """(requests per minute at the peak, output tokens per request) of a serving scenario
@@ -153,7 +161,14 @@ class Scenario:
             rows.append(("Training tokens", self.tokens, ""))
             rows.append(("Deadline (days)", self.deadline_days,
                          "" if self.deadline_days else f"none given: {defaults.DEADLINE_DAYS:g} days"))
-        rows += [("Budget ($)", self.budget_usd, "per job" if not self.serving else "per month"),
+        mapped = f"from budget_usd ({'a service' if self.serving else 'a job'}: cash " \
+                 f"{'a month' if self.serving else 'up front'})" if self.budget_usd else ""
+        rows += [("Budget, cash up front ($)", self.capex_budget_usd,
+                  (mapped if mapped and not self.serving else "") or
+                  "owned: capex (systems + network); cloud: the job's rent" if self.capex_budget_usd else "none"),
+                 ("Budget, cash a month ($)", self.monthly_budget_usd,
+                  (mapped if mapped and self.serving else "") or
+                  "owned: the data-centre month; cloud: the rent" if self.monthly_budget_usd else "none"),
                  ("Objective", self.objective, ""),
                  ("Candidate GPUs", "all" if self.gpus is None else ", ".join(self.gpus), ""),
                  ("GPU counts", "auto (fewest that meet the constraints)" if self.counts is None
@@ -318,7 +333,15 @@ def from_dict(data: dict, source: str = "") -> Scenario:
                   deadline_days=_number(c, "deadline_days", "constraints", low=0, low_open=True),
                   p95_latency_s=_number(c, "p95_latency_s", "constraints", low=0, low_open=True),
                   budget_usd=_number(c, "budget_usd", "constraints", low=0, low_open=True),
+                  capex_budget_usd=_number(c, "capex_budget_usd", "constraints", low=0, low_open=True),
+                  monthly_budget_usd=_number(c, "monthly_budget_usd", "constraints", low=0, low_open=True),
                   objective=_choice(c, "objective", "constraints", OBJECTIVES, default="cost"))
+    if sc.budget_usd:                      # the old field is one of the two cash budgets
+        target = Budget.maps_to(kind)
+        if getattr(sc, target):
+            raise ScenarioError(f"constraints.budget_usd / constraints.{target}: give one, not both (budget_usd "
+                                f"is {target} for kind = \"{kind}\")")
+        setattr(sc, target, sc.budget_usd)
 
     serve_only = {"requests_per_minute", "daily_users", "requests_per_user_per_day", "peak_to_average",
                   "output_tokens_per_request", "headroom", "batch", "prompt_tokens_per_request", "engine"}

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ..catalogs import catalog
-from ..physics import defaults, economics
+from ..physics import defaults, economics, training
 from . import picker
 from ..physics.economics import HOURS_PER_MONTH
 from ..errors import MissingFigure, given
@@ -51,7 +51,8 @@ class Row:
     breakeven_month: int | None = None       # owning vs renting this GPU and count (None: not within the life)
     gpus_per_copy: int | None = None         # serving: the tensor-parallel group of one model copy
     batch: int | None = None                 # serving: sequences each copy runs at once
-    purchase_unit: int | None = None         # owned: GPUs per system, where the count was rounded up to whole ones
+    purchase_unit: int | None = None         # GPUs per system (owned) or instance (cloud): the count is a multiple
+    scale_efficiency: float | None = None    # training: share of the time computing (the all-reduce is the rest)
     rank: int | None = None
     gpu_row: catalog.Gpu = field(kw_only=True, repr=False, compare=False)   # the GPU (never looked up again)
 
@@ -63,8 +64,36 @@ class Row:
         self.reason = Reason(status, figures)
 
     @property
+    def units(self) -> int | None:
+        """Systems (owned) or instances (cloud) the count is made of."""
+        return self.count // self.purchase_unit if self.purchase_unit else None
+
+    @property
+    def units_text(self) -> str:
+        """'3 systems x 8 GPUs' (owned) or '2 instances x 8 GPUs' (cloud); '' where the unit is unknown."""
+        if not self.purchase_unit or not self.units:
+            return ""
+        what = "system" if self.basis == "owned" else "instance"
+        return (f"{self.units:,} {what}{'s' if self.units != 1 else ''} x {self.purchase_unit} "
+                f"GPU{'s' if self.purchase_unit != 1 else ''}")
+
+    @property
     def label(self) -> str:
-        return f"{self.count} x {self.gpu} ({self.basis})"
+        return f"{self.count} x {self.gpu} ({self.basis}{': ' + self.units_text if self.units_text else ''})"
+
+    @property
+    def up_front(self) -> float | None:
+        """Cash paid up front: owned, the capex; a cloud training job, its rent; a cloud service, none."""
+        if self.basis == "owned":
+            return self.capex
+        return self.total_cost if self.days is not None else (0.0 if self.total_cost is not None else None)
+
+    @property
+    def monthly_cash(self) -> float | None:
+        """Cash a month: owned, the data-centre month; cloud, the rent (for the job's hours when shorter)."""
+        if self.basis == "cloud" and self.days is not None and self.rate is not None:
+            return self.rate * self.count * min(HOURS_PER_MONTH, self.days * 24)
+        return self.monthly_cost
 
     @property
     def time(self) -> float | None:
@@ -105,10 +134,8 @@ def money(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0) 
 
 
 def owned_count(sc: Scenario, gpu: catalog.Gpu, count: int) -> int:
-    """GPUs to buy in place of `count`: whole systems to serve (picker.whole_systems), the same
-    count to train (a job's share of a fleet)."""
-    unit = int(gpu.need("system_gpus", "rounding a purchase up to whole systems")) if sc.serving else 1
-    return math.ceil(count / unit) * unit
+    """GPUs to buy in place of `count` rented: whole systems (picker.sold_unit)."""
+    return picker.whole(count, picker.sold_unit(gpu, "owned"))
 
 
 def breakeven_month(sc: Scenario, gpu: catalog.Gpu, count: int, price_scale: float = 1.0) -> int | None:
@@ -188,11 +215,12 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
                 base = _base_row(opt, basis, None)
                 base.fail(Status.NO_SPEC, figure=gap.figure, needed_for=gap.needed_for, how=gap.how)
                 rows += _same_for_counts(sc, base)
-    if sc.budget_usd:
+    budget = sc.budget
+    if budget:
         for r in rows:
-            if r.ok and r.total_cost is not None and r.total_cost > sc.budget_usd:
-                r.fail(Status.OVER_BUDGET, cost=r.total_cost, budget=sc.budget_usd,
-                       per="month" if sc.serving else "job")
+            over = budget.verdict(r.up_front, r.monthly_cash) if r.ok else None
+            if over:
+                r.reason = over
     return rows
 
 
@@ -203,7 +231,7 @@ PRICE_VERDICTS = (Status.OK, Status.NO_PRICE, Status.OVER_BUDGET)
 def _base_row(opt: picker.Option, basis: str, rate) -> Row:
     """The picker's option as a row, with its verdict unless only the price decided it."""
     return Row(opt.gpu, basis, opt.count, True, opt.fits, None if opt.status in PRICE_VERDICTS else opt.reason,
-               rate_note=rate[1] if rate else "no price", gpu_row=opt.gpu_row)
+               rate_note=rate[1] if rate else "no price", purchase_unit=opt.purchase_unit, gpu_row=opt.gpu_row)
 
 
 def _no_price(r: Row, basis: str) -> None:
@@ -213,18 +241,19 @@ def _no_price(r: Row, basis: str) -> None:
 
 def _training_rows(sc: Scenario, opt, basis: str, rate, deadline: float, price_scale: float = 1.0) -> list[Row]:
     base = _base_row(opt, basis, rate)
-    if opt.days is None or opt.status not in PRICE_VERDICTS:
+    if opt.days is None or opt.ideal_gpu_hours is None or opt.status not in PRICE_VERDICTS:
         base.days = opt.days
         return _same_for_counts(sc, base)
-    gpu_hours = opt.days * opt.count * 24
-    min_count = opt.count
-    deadline_count = math.ceil(gpu_hours / (deadline * 24))
+    unit, min_count = given(opt.purchase_unit, "the GPUs per system"), given(opt.mem_count, "the GPUs to hold it")
+    system = int(opt.gpu_row.need("system_gpus", "training across GPUs"))
     out = []
-    counts = [opt.count] + [c for c in (sc.counts or []) if c != opt.count]
-    for c in counts:
+    for c in _counts(sc, opt.count, unit):
+        eff = training.scale_out_efficiency(sc.model, opt.gpu_row, c, sc.precision, gpus_per_system=system)
+        gpu_hours = opt.ideal_gpu_hours / eff
         days = gpu_hours / c / 24
-        r = Row(opt.gpu, basis, c, c == opt.count, True, days=days, gpu_hours=gpu_hours, gpu_row=opt.gpu_row)
-        if c < min_count and min_count > deadline_count:
+        r = Row(opt.gpu, basis, c, c == opt.count, True, days=days, gpu_hours=gpu_hours, purchase_unit=unit,
+                scale_efficiency=eff, gpu_row=opt.gpu_row)
+        if c < min_count:
             r.fits = False
             r.fail(Status.NO_FIT, count=c, min_count=min_count)
         elif days > deadline * (1 + 1e-9):
@@ -251,7 +280,17 @@ def _price(sc: Scenario, r: Row, m: Money, count: int, price_scale: float) -> No
 
 def _same_for_counts(sc: Scenario, base: Row) -> list[Row]:
     """An option that fails whatever the count: one row, and one per scenario count."""
-    return [base] + [replace(base, count=c, auto_count=False) for c in (sc.counts or []) if c != base.count]
+    try:
+        unit = base.purchase_unit or picker.sold_unit(base.gpu_row, base.basis)
+    except MissingFigure:                  # no system size known: the counts as given
+        unit = 1
+    return [base] + [replace(base, count=c, auto_count=False) for c in _counts(sc, base.count, unit)[1:]]
+
+
+def _counts(sc: Scenario, auto: int, unit: int) -> list[int]:
+    """The picker's count, then the scenario's counts rounded up to whole units (systems or
+    instances: nobody sells 51 H100 SXM), each once."""
+    return list(dict.fromkeys([auto] + [picker.whole(c, unit) for c in (sc.counts or [])]))
 
 
 def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: float, efficiency: float = 1.0,
@@ -263,17 +302,16 @@ def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: floa
     per_copy = opt.tokens_per_sec / (opt.count / tp)
     per_copy_true = per_copy * efficiency       # the sizing run used the traffic / efficiency
     out = []
-    counts = [opt.count] + [c for c in (sc.counts or []) if c != opt.count]
-    for c in counts:
+    unit = opt.purchase_unit or 1
+    for c in _counts(sc, opt.count, unit):
         copies = c // tp
-        r = Row(opt.gpu, basis, c, c == opt.count, copies >= 1, gpu_row=opt.gpu_row)
+        r = Row(opt.gpu, basis, c, c == opt.count, copies >= 1, purchase_unit=unit, gpu_row=opt.gpu_row)
         if copies < 1:
             r.fail(Status.NO_FIT, count=c, per_copy=tp)
             out.append(r)
             continue
         r.capacity_tps = per_copy_true * copies
         r.gpus_per_copy, r.batch = tp, opt.batch
-        r.purchase_unit = opt.purchase_unit if c == opt.count else None
         r.per_request_tps = opt.per_request_tps * efficiency
         r.seconds_per_request = sc.traffic()[1] / r.per_request_tps
         if opt.status is Status.TOO_SLOW or (c == opt.count and opt.status not in PRICE_VERDICTS):
@@ -308,8 +346,8 @@ def sort_rows(sc: Scenario, rows: list[Row]) -> list[Row]:
             key = lambda r: (r.seconds_per_request or math.inf, r.total_cost or math.inf)  # noqa: E731
         else:
             key = lambda r: (r.days if r.days is not None else math.inf, r.total_cost or math.inf)  # noqa: E731
-    else:
-        key = lambda r: (r.total_cost if r.total_cost is not None else math.inf, r.time or math.inf)  # noqa: E731
+    else:   # a tie goes to fewer GPUs, then the faster
+        key = lambda r: (r.total_cost if r.total_cost is not None else math.inf, r.count, r.time or math.inf)  # noqa: E731
     ordered = sorted(rows, key=lambda r: (not r.ok, key(r), r.gpu, r.basis, r.count))
     n = 0
     for r in ordered:

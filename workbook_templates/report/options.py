@@ -21,6 +21,7 @@ PRINT_PARTIAL = True        # wide: only the columns that fit one page wide prin
 def option_columns(sc: Scenario) -> list[tuple[str, str, object]]:
     """(header, number format, getter) of the Options table and the CSV."""
     cols = [("Rank", st.INT, lambda r: r.rank), ("GPU", "", lambda r: r.gpu), ("GPUs", st.INT, lambda r: r.count),
+            ("Systems x GPUs", "", lambda r: f"{r.units:,} x {r.purchase_unit}" if r.units else ""),
             ("Count rule", "", lambda r: "auto (fewest)" if r.auto_count else "scenario count"),
             ("Rent or own", "", lambda r: r.basis), ("Verdict", "", lambda r: "OK" if r.ok else "fails"),
             ("Fits in memory", "", lambda r: "yes" if r.fits else "no")]
@@ -29,7 +30,8 @@ def option_columns(sc: Scenario) -> list[tuple[str, str, object]]:
                  ("Tokens/s per request", st.TOK_S, lambda r: r.per_request_tps),
                  ("Seconds per request", '0.0" s"', lambda r: r.seconds_per_request)]
     else:
-        cols += [("Days", st.DAYS, lambda r: r.days), ("GPU-hours", st.INT, lambda r: r.gpu_hours)]
+        cols += [("Days", st.DAYS, lambda r: r.days), ("GPU-hours", st.INT, lambda r: r.gpu_hours),
+                 ("Scale-out efficiency", st.FRACTION, lambda r: r.scale_efficiency)]
     cols += [("$ per GPU-hour", st.USD, lambda r: r.rate), (cost_label(sc), st.USD0, lambda r: r.total_cost)]
     if sc.serving:
         cols.append(("$ per 1M output tokens", st.USD, lambda r: r.cost_per_1m))

@@ -110,6 +110,8 @@ def write(wb: Workbook, res: Result):
         ("Options that meet every constraint", n_ok, st.INT)]
     if best is not None:
         figures += [("Recommended GPU", best.gpu, ""), ("GPUs", best.count, st.INT),
+                    ("Systems x GPUs each" if best.basis == "owned" else "Instances x GPUs each",
+                     f"{best.units:,} x {best.purchase_unit}" if best.units else "", ""),
                     ("Rent or own", basis_words(best), ""),
                     ("$ per GPU-hour" + (" used (owned cash / used hours)" if best.basis == "owned" else " rented"),
                      best.rate, st.USD),
@@ -187,14 +189,15 @@ def recommendation_sentence(res: Result) -> str:
     sc, r = res.scenario, res.best
     per = "a month" if sc.serving else "for the job"
     tokens = f", ${r.cost_per_1m:,.2f} per 1M output tokens" if sc.serving else ""
+    units = f" ({r.units_text})" if r.units_text else ""
     if r.basis == "owned":
         share = ("" if sc.serving else
                  f" The job is charged its share of GPUs kept {sc.ownership.utilization:.0%} busy for "
                  f"{sc.ownership.lifetime_years:g} years; bought for this job alone, it costs the capex less resale.")
-        return (f"Buy {r.count:,} x {r.gpu}: capex ${r.capex:,.0f} up front (all-in systems and network); "
+        return (f"Buy {r.count:,} x {r.gpu}{units}: capex ${r.capex:,.0f} up front (all-in systems and network); "
                 f"${r.total_cost:,.0f} {per}{tokens}. Owned monthly cash ${r.monthly_cost:,.0f} = capital recovery + "
                 f"network + colocation + power + opex, the same whatever the utilization.{share}")
-    return (f"Rent {r.count:,} x {r.gpu} at ${r.rate:,.2f} per GPU-hour for {r.rented_hours:,.0f} GPU-hours"
+    return (f"Rent {r.count:,} x {r.gpu}{units} at ${r.rate:,.2f} per GPU-hour for {r.rented_hours:,.0f} GPU-hours"
             f"{' a month (every GPU, 730 h)' if sc.serving else ''}: ${r.total_cost:,.0f} {per}{tokens}; no capex.")
 
 

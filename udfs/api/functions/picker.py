@@ -14,8 +14,8 @@ ARGS = [
     replace(MODEL_OR_PARAMS, help="Catalog model name or a parameter count (7e9, \"70B\")"),
     PRECISION,
     Arg("objective", "choice", "Rank by cost (default) or time", choices=picker.OBJECTIVES, default="cost"),
-    Arg("budget_usd", "number", "Budget: total $ for a job, $ per month for serving (blank = none)", "$",
-        default="", min=0, min_open=True),
+    Arg("budget_usd", "number", "Budget as cash (blank = none): for a job, cash up front (= capex_budget_usd); "
+        "for serving, cash a month (= monthly_budget_usd)", "$", default="", min=0, min_open=True),
     Arg("deadline_days", "number", f"Days a training job may take (default {defaults.DEADLINE_DAYS})", "days",
         default="", min=0, min_open=True),
     Arg("tokens_or_traffic", "count", "Training tokens (default: 20 per parameter to pre-train, 100M to fine-tune), "
@@ -33,12 +33,19 @@ TIERS = Arg("tiers", "text", "GPU tiers the deployment may use: datacenter (defa
             "\"datacenter,workstation\", or any (consumer GeForce cards too; NVIDIA's GeForce driver licence does "
             "not allow data-centre use). Cards of other tiers are still sized, and marked left out with the reason",
             default="datacenter")
+BUDGETS = [Arg("capex_budget_usd", "number", "Cash up front (blank = none): an owned option's systems and network "
+               "(capex); a cloud training job's rent", "$", default="", min=0, min_open=True),
+           Arg("monthly_budget_usd", "number", "Cash a month (blank = none): an owned option's data-centre month "
+               "(capital recovery, network, colocation, power); a cloud option's rent", "$", default="", min=0,
+               min_open=True)]
 
 
 @worksheet("GPU_RANK", "Every catalog GPU sized for a workload (count, fits, days or tokens/s, cost, price basis) and "
            "ranked by cost or time, with the reason each wins or fails (does not fit, no NVLink for sharding, over "
-           "budget, misses the deadline, too slow for the latency target, a tier left out).", "table", "Picker",
-           ARGS + SERVING_SHAPE + [TIERS],
+           "budget (cash: capex up front, or rent and the data-centre month a month), misses the deadline, too "
+           "slow for the latency target, a tier left out). Counts are whole systems (owned) or instances (cloud).",
+           "table", "Picker",
+           ARGS + SERVING_SHAPE + [TIERS] + BUDGETS,
            returns="table", examples=[(("serve", "Llama 2 7B", "fp16"), None),
                                       (("train", "Llama 2 70B", "bf16", "cost", "", "", 2e12), None)], kind="table")
 def gpu_rank(**kw):
@@ -58,11 +65,13 @@ def _rank_row(rank: int, o: picker.Option) -> list:
 @worksheet("GPU_RECOMMEND", "The winning GPU for a workload and how many: cheapest (or fastest) option that fits "
            "and meets the budget, deadline and latency target. part = summary, gpu or count.", "text", "Picker",
            ARGS + [Arg("part", "choice", "What to return", choices=("summary", "gpu", "count"), default="summary")]
-           + SERVING_SHAPE + [TIERS],
+           + SERVING_SHAPE + [TIERS] + BUDGETS,
            returns="any", examples=[(("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu"), "A10 24GB"),
                                     (("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu", 1024, 256,
                                       "", "any"), "RTX 5090 32GB"),
-                                    (("qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count"), 1)], kind="text")
+                                    (("qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count"), 8),
+                                    (("qlora", "Llama 2 7B", "bf16", "cost", 20000, "", "", 1, "auto", 0, "count"), 1)],
+           kind="text")
 def gpu_recommend(part, **kw):
     best = picker.recommend(*_rank_args(kw))
     if part == "gpu":
@@ -77,4 +86,4 @@ def _rank_args(kw):
     return (kw["workload"], kw["model_or_params"], kw["precision"], kw["objective"], kw["budget_usd"] or None,
             kw["deadline_days"] or None, kw["tokens_or_traffic"] or None, kw["batch"] or None, kw["price_basis"],
             kw["min_tokens_per_sec"], kw["prompt_tokens"], kw["output_tokens"], kw["engine"] or None,
-            kw["tiers"])
+            kw["tiers"], kw["capex_budget_usd"] or None, kw["monthly_budget_usd"] or None)
