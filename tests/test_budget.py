@@ -119,3 +119,17 @@ def test_the_2m_brief_gives_an_owned_plan_in_whole_servers():
     assert t["days"] <= 90
     assert t["capex_usd"] + s["capex_usd"] <= 2_000_000
     assert s["capacity_output_tokens_per_sec"] >= serve["serving"]["provisioned_output_tokens_per_sec"]
+
+
+def test_gpu_rank_gives_whole_units_and_capex_within_the_capex_budget():
+    import udfs
+    table = udfs.call("GPU_RANK", "train", "Llama 2 13B", "bf16", "cost", "", 90, 2e12, "", "owned", 0, 1024, 256, "",
+                      "datacenter", 2_000_000)
+    h = {name: i for i, name in enumerate(table.header)}
+    ok = [r for r in table.rows if r[h["verdict"]] == "OK"]
+    assert ok and all(r[h["capex_usd"]] <= 2_000_000 for r in ok)
+    for r in table.rows:
+        if r[h["count"]] and r[h["gpus_per_system"]]:
+            assert r[h["count"]] % r[h["gpus_per_system"]] == 0
+    over = [r for r in table.rows if r[h["reason"]].startswith("over budget: cash up front")]
+    assert over and all(r[h["capex_usd"]] > 2_000_000 for r in over)

@@ -40,7 +40,8 @@ BUDGETS = [Arg("capex_budget_usd", "number", "Cash up front (blank = none): an o
                min_open=True)]
 
 
-@worksheet("GPU_RANK", "Every catalog GPU sized for a workload (count, fits, days or tokens/s, cost, price basis) and "
+@worksheet("GPU_RANK", "Every catalog GPU sized for a workload (count, fits, days or tokens/s, cost, price basis, "
+           "GPUs per system or instance, capex) and "
            "ranked by cost or time, with the reason each wins or fails (does not fit, no NVLink for sharding, over "
            "budget (cash: capex up front, or rent and the data-centre month a month), misses the deadline, too "
            "slow for the latency target, a tier left out). Counts are whole systems (owned) or instances (cloud).",
@@ -54,12 +55,12 @@ def gpu_rank(**kw):
 
 
 RANK_HEADER = ["rank", "gpu", "count", "fits", "days", "tokens_per_sec", "cost", "cost_unit", "price_basis",
-               "verdict", "reason", "gpus_per_copy", "batch"]
+               "verdict", "reason", "gpus_per_copy", "batch", "gpus_per_system", "capex_usd"]
 
 
 def _rank_row(rank: int, o: picker.Option) -> list:
     return [rank, o.gpu, o.count, o.fits, o.days, o.tokens_per_sec, o.cost, o.cost_unit, o.price_basis,
-            "OK" if o.ok else "fails", o.reason.text(), o.gpus_per_copy, o.batch]
+            "OK" if o.ok else "fails", o.reason.text(), o.gpus_per_copy, o.batch, o.purchase_unit, o.capex]
 
 
 @worksheet("GPU_RECOMMEND", "The winning GPU for a workload and how many: cheapest (or fastest) option that fits "
