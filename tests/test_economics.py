@@ -238,3 +238,19 @@ def test_ties_go_to_fewer_gpus():
     ranked = [o for o in picker.rank("qlora", model, "bf16") if o.ok and o.cost is not None]
     for a, b in zip(ranked, ranked[1:]):
         assert (a.cost, a.count) <= (b.cost, b.count)
+
+
+def test_training_time_and_cost_need_the_job_to_fit():
+    """TRAINING_DAYS on fewer GPUs than hold the job (ZeRO-3, full recompute, as GPU_RANK sizes it), and
+    training hours or cost where no number of GPUs holds it, answer #NUM! saying by how much."""
+    from udfs.catalogs import catalog
+    from udfs.physics import capacity, training
+    model, h100 = catalog.model("Llama 3.1 405B"), catalog.gpu("H100")
+    n, _ = training.min_gpus(model, h100)
+    assert 50 < n < 200
+    with pytest.raises(capacity.NoFit, match=rf"needs at least {n:,} GPUs \([\d,.]+ GiB of weights"):
+        udfs.call("TRAINING_DAYS", "Llama 3.1 405B", 1e12, "H100", n - 1)
+    assert udfs.call("TRAINING_DAYS", "Llama 3.1 405B", 1e12, "H100", n) > 0
+    for name, extra in (("TRAINING_GPU_HOURS", ()), ("TRAINING_COST", (2.0,))):
+        with pytest.raises(capacity.NoFit, match=r"however many GPUs share it: each holds [\d.]+ GiB .*16.0 GiB usable"):
+            udfs.call(name, "Llama 3.1 405B", 1e12, "RTX 4080", *extra)

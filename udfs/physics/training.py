@@ -8,6 +8,7 @@ import math
 
 from . import calibration as cal
 from . import defaults
+from .capacity import NoFit, gib_text
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..errors import value_error
 from ..units import GIB, TERA
@@ -181,3 +182,38 @@ def scale_out_efficiency(model: Model, gpu: Gpu, n_gpus: int, precision: Precisi
     link = gpu.need("interconnect_gbs", f"the gradient all-reduce over {n_gpus} GPUs") if min(n_gpus, unit) > 1 else None
     comm = allreduce_seconds(model.total_params * GRAD_BYTES, n_gpus, unit, link)
     return compute / (compute + comm)
+
+
+def min_gpus(model: Model, gpu: Gpu, precision: Precision | str = "bf16") -> tuple[int | None, float]:
+    """Fewest GPUs that hold a full-training job (ZeRO-3 data parallelism, full activation recompute,
+    micro-batch 1 x SEQ_LEN: the assumptions of the picker, docs/cost-model.md), None if no number
+    does; and the GiB each GPU holds whatever their number (activations, overhead, the layer gathered)."""
+    usable = usable_gib(gpu)
+    one = training_memory_gib(model, precision, "adamw", 1, defaults.SEQ_LEN, 3, 1, "full")
+    fixed = one["activations"] + one["overhead"]
+    sharded = one["weights"] + one["gradients"] + one["optimizer"]
+    live_layer = model.total_params / model.dim("layers", NEED) * 2 / GIB
+    if sharded <= usable - fixed:
+        return 1, fixed
+    room = usable - fixed - live_layer
+    if room <= 0:
+        return None, fixed + live_layer
+    return math.ceil(sharded / room), fixed + live_layer
+
+
+def check_fit(model: Model, gpu: Gpu, precision: Precision | str = "bf16", n_gpus: int | None = None) -> None:
+    """The training fit check made before any training time or cost: #NUM! saying by how much when no
+    number of GPUs holds the job, or fewer than `n_gpus` are given than it needs."""
+    n, held = min_gpus(model, gpu, precision)
+    how = f"(ZeRO-3, full recompute, micro-batch 1 x {defaults.SEQ_LEN:,} tokens)"
+    if n is None:
+        raise NoFit(f"{model.name} does not fit {gpu.name} for training {how} however many GPUs share it: each "
+                    f"holds {gib_text(held)} whatever their number, {usable_gib(gpu):.1f} GiB usable", held,
+                    usable_gib(gpu))
+    if n_gpus is not None and n_gpus < n:
+        one = training_memory_gib(model, precision, "adamw", 1, defaults.SEQ_LEN, 3, 1, "full")
+        states = one["weights"] + one["gradients"] + one["optimizer"]
+        raise NoFit(f"{model.name} does not fit {n_gpus:g} x {gpu.name} for training {how}: needs at least {n:,} "
+                    f"GPUs ({gib_text(states)} of weights, gradients and Adam states shared over them, beside "
+                    f"{gib_text(held)} on each; {usable_gib(gpu):.1f} GiB usable on each)")
+

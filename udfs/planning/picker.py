@@ -193,7 +193,7 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
         n_mem = 1 if mem <= usable else None
     else:
         flops_per_token = 6 * model.active
-        n_mem, mem = _gpus_for_training(model, gpu, usable, precision)
+        n_mem, mem = training.min_gpus(model, gpu, precision)
     option.fits = n_mem is not None
     if n_mem is None:
         figures = {"need": capacity.gib_text(mem), "usable": usable, "gpu": gpu.name}
@@ -240,21 +240,6 @@ def training_count(model, gpu, precision, ideal_gpu_hours: float, n_mem: int, de
 def _needs_sharding(model, gpu, precision) -> bool:
     states = training.model_state_bytes(model.params, precision, "adamw")
     return (states["weights"] + states["gradients"]) / 2**30 > training.usable_gib(gpu)
-
-
-def _gpus_for_training(model, gpu, usable, precision) -> tuple[int | None, float]:
-    """Fewest GPUs holding the model with ZeRO-3 and full recompute (None if no number does), and
-    the GiB each GPU holds whatever their number (activations, overhead, the layer gathered)."""
-    one = training.training_memory_gib(model, precision, "adamw", 1, defaults.SEQ_LEN, 3, 1, "full")
-    fixed = one["activations"] + one["overhead"]
-    sharded = one["weights"] + one["gradients"] + one["optimizer"]
-    live_layer = model.params / model.layers * 2 / 2**30
-    room = usable - fixed - live_layer
-    if sharded <= usable - fixed:
-        return 1, fixed
-    if room <= 0:
-        return None, fixed + live_layer
-    return math.ceil(sharded / room), fixed + live_layer
 
 
 def _serving_option(gpu, model, precision, shape: ServingShape, traffic, min_tps, rate, basis) -> Option:

@@ -4,6 +4,7 @@ effective-cost comparison."""
 
 from ...physics import calibration as cal
 from ...physics import evidence, training
+from ...catalogs import resolve
 from ...catalogs.catalog import Model
 from ..registry import Arg, worksheet
 from .common import ESTIMATE, GPU, MODEL_OR_PARAMS, N_GPUS, PRECISION, USD_PER_GPU_HOUR, required
@@ -16,6 +17,12 @@ MFU = Arg("mfu", "number", f"Model FLOPs utilisation; default {cal.DEFAULT_MFU} 
 def params_of(value: Model | float) -> float:
     """Active parameters of a catalog model, or a parameter count as given."""
     return value.active if isinstance(value, Model) else value
+
+
+def fitted_hours(model_or_params, tokens, gpu, mfu, precision, n_gpus: int | None = None) -> float:
+    """GPU-hours of a job that fits (training.check_fit; a count borrows a catalog layout for it)."""
+    training.check_fit(resolve.model(model_or_params), gpu, precision, n_gpus)
+    return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision)
 
 
 @worksheet("TRAINING_FLOPS", "Training compute: 6 x parameters x tokens (8x with full activation recompute).",
@@ -34,20 +41,21 @@ def training_flops(model_or_params, tokens, full_recompute):
            examples=[(("Llama 2 7B", 2e12, "A100"), 179_979), ((7e9, 1e12, "H100", 0.5), 23_581)],
            formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600', kind="time")
 def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision, estimate):
-    hours = training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision)
+    hours = fitted_hours(model_or_params, tokens, gpu, mfu, precision)
     if estimate == "point":
         return hours
     model = model_or_params if isinstance(model_or_params, Model) else None
     return evidence.for_option("training", model, gpu, precision, None).pick(hours, estimate)
 
 
-@worksheet("TRAINING_DAYS", "Wall-clock days to train on n GPUs: GPU-hours / n / 24.", "days", "Training",
+@worksheet("TRAINING_DAYS", "Wall-clock days to train on n GPUs: GPU-hours / n / 24; #NUM! saying by how much "
+           "when n GPUs cannot hold the job (ZeRO-3, full recompute, as GPU_RANK sizes it).", "days", "Training",
            [MODEL_OR_PARAMS, TOKENS, GPU, required(N_GPUS, "GPUs training together (data parallel)"), MFU,
             PRECISION],
            examples=[((7e9, 1e12, "H100", 512, 0.5), 1.9190)],
            formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600/{n_gpus}/24', kind="time")
 def training_days(model_or_params, tokens, gpu, n_gpus, mfu, precision):
-    return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision) / n_gpus / 24
+    return fitted_hours(model_or_params, tokens, gpu, mfu, precision, n_gpus) / n_gpus / 24
 
 
 @worksheet("TRAINING_COST", "Cost to train: GPU-hours x price per GPU-hour.", "$", "Training",
@@ -56,7 +64,7 @@ def training_days(model_or_params, tokens, gpu, n_gpus, mfu, precision):
            formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600*{usd_per_gpu_hour}',
            kind="money")
 def training_cost(model_or_params, tokens, gpu, usd_per_gpu_hour, mfu, precision):
-    return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision) * usd_per_gpu_hour
+    return fitted_hours(model_or_params, tokens, gpu, mfu, precision) * usd_per_gpu_hour
 
 
 @worksheet("SPEEDUP", "Speed of a GPU relative to a baseline from the catalog: dense BF16 tensor throughput "
