@@ -323,6 +323,33 @@ class CloudPrice:
     note: str
 
 
+# ---------------------------------------------------------------- hosted-API prices
+@dataclass(frozen=True)
+class ApiPrice:
+    """A hosted API's price for a model, per 1M tokens, input and output apart (api_prices.csv)."""
+    provider: str
+    model: str                             # the catalog model it serves (open weights), or the API's own name
+    open_weight: bool
+    usd_per_1m_input: float | None
+    usd_per_1m_output: float | None
+    source: str
+    as_of: str
+    note: str
+
+    def blended(self, prompt_tokens: float, output_tokens: float) -> float:
+        """$ per 1M tokens at a mix: (input price x prompt + output price x output) / (prompt + output)."""
+        return ((self.usd_per_1m_input or 0) * prompt_tokens + (self.usd_per_1m_output or 0) * output_tokens) / (
+            prompt_tokens + output_tokens)
+
+    def per_request(self, prompt_tokens: float, output_tokens: float) -> float:
+        return ((self.usd_per_1m_input or 0) * prompt_tokens + (self.usd_per_1m_output or 0) * output_tokens) / 1e6
+
+
+@cache
+def api_prices() -> tuple[ApiPrice, ...]:
+    return tuple(_build(ApiPrice, r) for r in _read("api_prices.csv"))
+
+
 PRICINGS = ("on-demand", "spot", "capacity-block", "reserved-1yr", "reserved-3yr", "community")
 PRICE_SETS = ("current", "lesson", "historical")
 
@@ -547,9 +574,10 @@ def as_precision(value: Precision | str) -> Precision:
     return value if isinstance(value, Precision) else precision_row(value)
 
 
-TABLE_CLASSES = {"gpus.csv": Gpu, "models.csv": Model, "cloud.csv": CloudPrice}
+TABLE_CLASSES = {"gpus.csv": Gpu, "models.csv": Model, "cloud.csv": CloudPrice, "api_prices.csv": ApiPrice}
 TABLE_FILES = tuple(n for n in private_catalog.TABLES if resources.files("udfs").joinpath("data", n).is_file())
-_CACHED = (gpus, _gpu_index, cloud_prices, _instance_index, models, _model_index, rows_with_origin, _in_effect)
+_CACHED = (gpus, _gpu_index, cloud_prices, _instance_index, models, _model_index, api_prices, rows_with_origin,
+           _in_effect)
 
 
 def _table_class(name: str):

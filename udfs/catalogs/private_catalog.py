@@ -29,11 +29,14 @@ from .names import key
 
 ENV = "FLOPSHEET_CATALOG"
 PACKAGED = "packaged"
-TABLES = ("gpus.csv", "models.csv", "cloud.csv", "engines.csv")
-IDENTITY = {"cloud.csv": ("provider", "instance", "region", "pricing", "status", "price_date")}
-KEY_COLUMNS = {"cloud.csv": ("provider", "instance")}     # identity columns that may not be blank
+TABLES = ("gpus.csv", "models.csv", "cloud.csv", "engines.csv", "api_prices.csv")
+IDENTITY = {"cloud.csv": ("provider", "instance", "region", "pricing", "status", "price_date"),
+            "api_prices.csv": ("provider", "model")}
+# identity columns that may not be blank
+KEY_COLUMNS = {"cloud.csv": ("provider", "instance"), "api_prices.csv": ("provider", "model")}
 REQUIRED = {"gpus.csv": ("name", "memory_gb", "bandwidth_tbs"), "models.csv": ("name",),
             "cloud.csv": ("provider", "instance", "gpu", "pricing", "status"),
+            "api_prices.csv": ("provider", "model", "open_weight", "usd_per_1m_input", "usd_per_1m_output"),
             "engines.csv": ("name", "multi_gpu", "memory_rule", "memory_fraction", "activation_reserve_gib",
                             "kv_reservation", "kv_precision", "precisions", "bandwidth_fraction_hbm",
                             "bandwidth_fraction_gddr", "quantized_factor", "layer_overhead_us", "step_overhead_us",
@@ -74,6 +77,7 @@ LIMITS: dict[str, dict[str, numbers.Range]] = {
                    "sliding_window": _R(1, 1e10, whole=True), "context_length": _R(1, 1e10, whole=True)},
     "cloud.csv": {"gpu_count": _R(1, 1e6, whole=True), "usd_per_hour": _R(0, 1e6, low_open=True),
                   "usd_per_gpu_hour": _R(0, 1e5, low_open=True)},
+    "api_prices.csv": dict.fromkeys(("usd_per_1m_input", "usd_per_1m_output"), _R(0, 10_000)),
     "engines.csv": {**dict.fromkeys(("memory_fraction", "bandwidth_fraction_hbm", "bandwidth_fraction_gddr",
                                      "quantized_factor", "matmul_fraction_16", "matmul_fraction_8",
                                      "matmul_fraction_4"), SHARE),

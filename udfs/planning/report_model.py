@@ -15,6 +15,7 @@ from ..physics import defaults
 from ..errors import num_error
 from ..physics import calibration as cal
 from ..physics.economics import HOURS_PER_MONTH
+from . import api_compare
 from .scenario import Scenario
 from .sweep import Row, breakeven_month, money, options, owned_count, purchase_price, sort_rows
 
@@ -87,6 +88,7 @@ class Result:
     sensitivity: list[Sensitivity] = field(default_factory=list)
     own_vs_rent: OwnVsRent | MissingPrice | None = None
     used_gpus: list[str] = field(default_factory=list)
+    api: api_compare.ApiComparison | None = None    # serving: the hosted API for the same traffic
 
     @property
     def ok_rows(self) -> list[Row]:
@@ -133,6 +135,7 @@ def analyse(sc: Scenario, sensitivity: bool = True) -> Result:
         if sensitivity:
             res.sensitivity = sensitivity_table(sc, best)
         res.own_vs_rent = own_vs_rent(sc, rows, best)
+        res.api = api_comparison(sc, best)
     res.used_gpus = sorted({r.gpu for r in rows}, key=lambda g: catalog.gpu_names().index(g))
     return res
 
@@ -247,6 +250,44 @@ def own_vs_rent(sc: Scenario, rows: list[Row], best: Row) -> OwnVsRent | Missing
 
 
 # ---------------------------------------------------------------- sentences and the JSON summary
+def api_comparison(sc: Scenario, best: Row) -> api_compare.ApiComparison | None:
+    """The hosted API against the recommended fleet, at the scenario's average traffic."""
+    tokens = sc.tokens_per_month
+    if not sc.serving or not tokens or best.total_cost is None or not sc.output_tokens_per_request:
+        return None
+    requests = tokens / sc.output_tokens_per_request
+    return api_compare.compare(sc.model, sc.prompt_tokens_per_request, sc.output_tokens_per_request, requests,
+                               best.total_cost)
+
+
+def api_sentence(res: Result) -> str:
+    """Self-hosting against the API, per request and per month, with the break-even traffic."""
+    a, sc = res.api, res.scenario
+    if not sc.serving or res.best is None:
+        return ""
+    if a is None:
+        return (f"No hosted API in the catalog lists {sc.model_label} or a model within "
+                f"{api_compare.CLASS_RATIO:g}x of its size: no API comparison (add one in api_prices.csv).")
+    match = "" if a.match == "same model" else f" ({a.match})"
+    return (f"Hosted API: {a.provider} {a.api_model}{match} at ${a.usd_per_1m_input:g} / ${a.usd_per_1m_output:g} "
+            f"per 1M input / output tokens ({a.as_of}) costs ${a.api_usd_per_request:.5f} a request, "
+            f"${a.api_usd_per_month:,.0f} a month for this traffic, against ${a.self_host_usd_per_request:.5f} "
+            f"and ${a.self_host_usd_per_month:,.0f} self-hosted: {a.cheaper} is cheaper. " + _breakeven_traffic(res, a))
+
+
+def _breakeven_traffic(res: Result, a: api_compare.ApiComparison) -> str:
+    """Where the API bill reaches this fleet's month, and whether the fleet can carry that traffic."""
+    best, sc = res.best, res.scenario
+    at = f"The API bill reaches this fleet's ${a.self_host_usd_per_month:,.0f} a month at " \
+         f"{a.breakeven_requests_per_minute:,.1f} requests/min on average"
+    if best is None or not best.capacity_tps or not sc.output_tokens_per_request:
+        return at + "."
+    carries = best.capacity_tps * 60 / sc.output_tokens_per_request
+    if a.breakeven_requests_per_minute > carries:
+        return at + f", above the {carries:,.0f} requests/min this fleet carries: the API stays cheaper."
+    return at + f" (this fleet carries up to {carries:,.0f})."
+
+
 def breakeven_sentence(res: Result) -> str:
     """The break-even statement, about the recommended option only (the figures of own_vs_rent)."""
     best, ovr, sc = res.best, res.own_vs_rent, res.scenario
@@ -394,6 +435,7 @@ class ReportSummary:
     ownership: OwnershipSummary
     tiers: list[str]
     options: list[OptionSummary]
+    api_comparison: api_compare.ApiComparison | None = None
 
     def to_json(self) -> dict:
         return {f.name: _json(getattr(self, f.name)) for f in fields(self)}
@@ -444,7 +486,7 @@ def summary(res: Result) -> ReportSummary:
         runners_up=[option_summary(sc, r) for r in res.runners_up],
         breakeven=breakeven_sentence(res) or None, count_explanation=count_sentence(sc, res.best) or None,
         serving=serving, ownership=ownership, tiers=list(sc.tiers),
-        options=[option_summary(sc, r) for r in res.rows])
+        options=[option_summary(sc, r) for r in res.rows], api_comparison=res.api)
 
 
 def as_json(res: Result) -> dict:

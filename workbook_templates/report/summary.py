@@ -11,7 +11,7 @@ from openpyxl.styles import Alignment
 
 import udfs
 from udfs.catalogs import catalog
-from udfs.planning.report_model import OwnVsRent, Result, breakeven_sentence, count_sentence
+from udfs.planning.report_model import OwnVsRent, Result, api_sentence, breakeven_sentence, count_sentence
 from udfs.planning.scenario import Scenario
 from udfs.planning.sweep import Row, purchase_price
 
@@ -148,7 +148,7 @@ def write(wb: Workbook, res: Result):
         else:
             put(ws, row, 2, value if value is not None else "", fmt or None, key=True)
         row += 1
-    for sentence in (count_sentence(sc, best), breakeven_sentence(res)):
+    for sentence in (count_sentence(sc, best), breakeven_sentence(res), api_sentence(res)):
         if not sentence:
             continue
         c = write_text(ws.cell(row=row, column=1), sentence)

@@ -4,6 +4,7 @@ from collections.abc import Callable
 
 from ...catalogs import catalog
 from ...physics import defaults, lesson
+from ...planning import api_compare
 from ..coerce import to_text
 from ...errors import na_error, quote, value_error
 from ...catalogs.names import key
@@ -160,3 +161,26 @@ def cloud_list(provider, gpu, price_set):
             if p.status == price_set and (not provider or key(p.provider) == key(provider))
             and (wanted is None or p.gpu == wanted)]
     return Table(list(CLOUD_COLUMNS), rows)
+
+
+API_COLUMNS = ("provider", "model", "open_weight", "usd_per_1m_input", "usd_per_1m_output", "as_of", "source")
+API_HEADER = [*API_COLUMNS, "match"]
+
+
+@worksheet("API_PRICE_LIST", "Hosted-API prices from the catalog (per 1M input and output tokens, dated and "
+           "sourced). With a model: the offer the reports compare with (the cheapest open-weight offer for the same "
+           "model, else for the listed model nearest in size within 1.5x, at the given mix), then the frontier APIs "
+           "for reference.", "table", "Catalog",
+           [Arg("model", "model", "Only offers for this model (blank: every row)", default=""),
+            Arg("prompt_tokens", "number", "Prompt tokens per request (for the cheapest offer at this mix)", "tokens",
+                default=defaults.PROMPT_TOKENS, min=1),
+            Arg("output_tokens", "number", "Output tokens per request", "tokens", default=defaults.OUTPUT_TOKENS,
+                min=1)],
+           returns="table", examples=[(("Llama 3.1 8B",), None), ((), None)], kind="table")
+def api_price_list(model, prompt_tokens, output_tokens):
+    rows = [(p, "") for p in catalog.api_prices()]
+    if model:
+        offer = api_compare.offer_for(model, prompt_tokens, output_tokens)
+        rows = ([(offer.price, offer.match)] if offer else []) + [(p, "frontier, for reference")
+                                                                   for p in api_compare.frontier()]
+    return Table(API_HEADER, [[getattr(p, c) for c in API_COLUMNS] + [match] for p, match in rows])
