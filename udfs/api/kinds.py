@@ -39,19 +39,21 @@ _TEXT = ("name", "vendor", "family", "form_factor", "aliases", "tier", "memory_t
          "price_as_of", "price_source", "price_kind", "system_price_kind", "system_price_as_of", "system_price_source",
          "source", "as_of", "note", "norm", "pos_embedding", "local_attention", "extras", "layout_from",
          "provider", "instance", "gpu", "region", "pricing", "price_date", "status", "part", "GPU", "Tier",
-         "Price_basis", "cost_unit", "price_basis", "verdict", "reason", "model", "match")
+         "Price_basis", "cost_unit", "price_basis", "verdict", "reason", "model", "match",
+         "evidence", "to_verify")
 _FLAGS = ("tied_embeddings", "gated_mlp", "attn_bias", "mlp_bias", "fits", "open_weight")
 _RATES = ("bandwidth_tbs", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops", "int8_tops",
           "fp4_tflops", "interconnect_gbs", "BF16_TFLOPS", "FP8_TFLOPS", "Bandwidth_TBs", "Interconnect_GBs",
           "7B_FP16_tokens_per_sec", "tokens_per_sec")
 _MONEY = ("price_usd", "price_low_usd", "price_high_usd", "system_price_usd", "lesson_price_usd", "usd_per_hour",
-          "usd_per_gpu_hour", "Price_USD", "cost", "capex_usd", "usd_per_1m_input", "usd_per_1m_output")
+          "usd_per_gpu_hour", "Price_USD", "cost", "capex_usd", "usd_per_1m_input", "usd_per_1m_output",
+          "cost_low", "cost_high")
 _COUNTS = ("params", "active_params", "published_params", "published_active_params", "layers", "hidden", "heads",
            "kv_heads", "head_dim", "ffn", "vocab", "n_experts", "experts_per_token", "shared_experts", "moe_layers",
            "dense_ffn", "sliding_window", "local_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_dim",
            "context_length", "head_size", "kv_head_count", "total_params", "active", "input_embedding_params",
            "output_head_params", "moe_layer_count", "expert_params", "shared_expert_params", "system_gpus",
-           "gpu_count", "rank", "count", "gpus_per_copy", "batch", "gpus_per_system")
+           "gpu_count", "rank", "count", "gpus_per_copy", "batch", "gpus_per_system", "evidence_rows")
 # Every catalog field and every table column, by exact name: its kind.
 COLUMNS: dict[str, str] = {
     **dict.fromkeys(_TEXT, "text"), **dict.fromkeys(_FLAGS, "flag"), **dict.fromkeys(_RATES, "rate"),

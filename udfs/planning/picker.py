@@ -18,6 +18,12 @@ Counts are what is sold: owned options are whole systems (`system_gpus`: an 8-GP
 (training.scale_out_efficiency), so more GPUs cost more GPU-hours. A budget is cash (`Budget`):
 capex up front, rent or the data-centre month a month; a tie goes to fewer GPUs.
 
+Every sized option carries its evidence (physics.evidence.for_option: the measured rows of its
+regime and the error band they give) and so a range around its estimate. An option whose regime
+nothing has measured is unverified: by default it fails with Status.UNVERIFIED, naming the
+measurement that would verify it, so the winner is the best option with evidence;
+`include_unverified` lets it win.
+
 Each option carries its verdict as data (reasons.Reason: a status and figures); the worksheet
 functions and the report render the text from it and decide on the status only.
 """
@@ -28,11 +34,11 @@ import math
 from dataclasses import dataclass, field
 
 from ..physics import calibration as cal
-from ..physics import capacity, defaults, economics, training
+from ..physics import capacity, defaults, economics, evidence, training
 from ..catalogs import catalog, resolve
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..catalogs.engines import Engine
-from ..errors import FlopsheetError, MissingFigure, num_error, value_error
+from ..errors import FlopsheetError, MissingFigure, na_error, num_error, value_error
 from ..catalogs.names import key
 from .reasons import WINNER, Reason, Status
 
@@ -75,10 +81,27 @@ class Option:
     up_front: float | None = None         # cash up front: owned capex; a cloud training job's rent
     monthly_cash: float | None = None     # cash a month: owned data-centre month; cloud rent while running
     gpu_row: Gpu = field(kw_only=True, repr=False, compare=False)   # the GPU itself (never looked up again)
+    evidence: evidence.Evidence | None = field(default=None, kw_only=True, repr=False, compare=False)
+    to_verify: str = field(default="", kw_only=True)   # the measurement that would verify it (unverified only)
 
     @property
     def status(self) -> Status:
         return self.reason.status
+
+    @property
+    def verified(self) -> bool:
+        """Its regime has at least one measured row."""
+        return self.evidence is not None and self.evidence.measured
+
+    @property
+    def cost_range(self) -> tuple[float, float] | None:
+        """(low, high) of its cost from its regime's error band (None without a cost or evidence)."""
+        return spread(self.evidence, self.cost, cost=True)
+
+    @property
+    def speed_range(self) -> tuple[float, float] | None:
+        """(low, high) of its days (training) or tokens/s (serving)."""
+        return spread(self.evidence, self.days if self.days is not None else self.tokens_per_sec)
 
     @property
     def ok(self) -> bool:
@@ -138,6 +161,15 @@ def sold_unit(gpu: Gpu, basis: str) -> int:
 def whole(count: int, unit: int) -> int:
     """`count` GPUs rounded up to whole units of `unit`."""
     return math.ceil(count / unit) * unit
+
+
+def spread(ev: evidence.Evidence | None, point: float | None, cost: bool = False) -> tuple[float, float] | None:
+    """(low, high) of a figure from the error band of the estimate behind it. A serving cost moves
+    against the throughput estimate (a slower GPU needs more of them: the cost before rounding to
+    whole copies); a training cost and its days move with the GPU-hours estimate."""
+    if ev is None or point is None:
+        return None
+    return ev.value_range(point, inverse=cost and ev.regime.metric == "throughput")
 
 
 def cloud_rate(gpu: Gpu) -> tuple[float, str] | None:
@@ -299,12 +331,13 @@ def rank(workload: str, model_or_params: Model | float, precision: Precision | s
          batch: int | None = None, price_basis: str = "auto", min_tokens_per_sec: float = 0.0,
          prompt_tokens: float = defaults.PROMPT_TOKENS, output_tokens: float = defaults.OUTPUT_TOKENS, engine=None,
          tiers: str | tuple = "datacenter", capex_budget_usd: float | None = None,
-         monthly_budget_usd: float | None = None) -> list[Option]:
+         monthly_budget_usd: float | None = None, include_unverified: bool = False) -> list[Option]:
     """Every catalog GPU's option, best first. Serving: `tokens_or_traffic` is output tokens/s
     (headroom included), `batch` an optional override, `min_tokens_per_sec` the speed each
     request needs (a TPOT limit of 1000 / it ms). `tiers`: the GPU tiers the deployment may use
     (others are sized and priced, and fail with the reason). The budgets are cash (Budget);
-    `budget_usd` is the capex budget of a job, the monthly budget of a service."""
+    `budget_usd` is the capex budget of a job, the monthly budget of a service. An option no
+    measurement backs fails as unverified unless `include_unverified`."""
     model, precision, allowed = resolve.model(model_or_params), as_precision(precision), parse_tiers(tiers)
     budget = Budget.of(workload, budget_usd, capex_budget_usd, monthly_budget_usd)
     shape = ServingShape(prompt_tokens, output_tokens, engine or None, int(batch) if batch else None)
@@ -313,6 +346,7 @@ def rank(workload: str, model_or_params: Model | float, precision: Precision | s
         try:
             opt = _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, shape,
                           price_basis, min_tokens_per_sec)
+            attach_evidence(opt, workload, model, precision, shape)
         except MissingFigure as gap:         # not comparable: the figure it needs is unknown
             opt = _fail(Option(gpu.name, 0, False, None, None, None, "", "", gpu_row=gpu), Status.NO_SPEC,
                         figure=gap.figure, needed_for=gap.needed_for, how=gap.how)
@@ -322,6 +356,8 @@ def rank(workload: str, model_or_params: Model | float, precision: Precision | s
         over = budget.verdict(opt.up_front, opt.monthly_cash) if opt.ok else None
         if over:
             opt.reason = over
+        if opt.ok and not include_unverified and not opt.verified:
+            unverified(opt, INCLUDE_UNVERIFIED)
         left_out = tier_reason(gpu, allowed)
         if left_out:                         # sized and priced all the same, so a reader can compare
             opt.reason = left_out
@@ -331,7 +367,54 @@ def rank(workload: str, model_or_params: Model | float, precision: Precision | s
     for o in options[1:]:
         if o.ok:
             o.reason = _behind(o, options[0], workload, objective)
+        elif o.status is Status.UNVERIFIED and options[0].ok:    # how it compares with the winner
+            ratio = _behind(o, options[0], workload, objective).figures
+            o.reason = Reason(Status.UNVERIFIED, o.reason.figures | ratio)
     return options
+
+
+# how a worksheet includes unverified options (a scenario says it its own way)
+INCLUDE_UNVERIFIED = "include_unverified = TRUE"
+
+
+def attach_evidence(opt: Option, workload: str, model: Model, precision: Precision, shape: ServingShape) -> None:
+    """The evidence for a sized option (its regime's measured rows and error band) and, where
+    none backs it, the measurement that would verify it."""
+    if not opt.fits or not opt.count:
+        return
+    gpu = opt.gpu_row
+    if workload == "serve":
+        engine = resolve.engine(shape.engine, gpu).name
+        opt.evidence = evidence.for_option("throughput", model, gpu, precision.name, opt.gpus_per_copy, engine)
+    else:
+        engine = ""
+        opt.evidence = evidence.for_option("training", model, gpu, precision.name, opt.count)
+    if not opt.evidence.measured:
+        opt.to_verify = verify_request(opt, workload, model, precision, shape, engine)
+
+
+def verify_request(opt: Option, workload: str, model: Model, precision: Precision, shape: ServingShape,
+                   engine: str) -> str:
+    """The measurement to ask the GPU's vendor for (or to take) that would put the option's regime
+    on evidence: the model, format, GPUs and, serving, the engine and request lengths."""
+    gpu = opt.gpu_row
+    who = f"ask {gpu.vendor} for" if gpu.vendor else "measure"
+    if workload == "serve":
+        n = opt.gpus_per_copy or 1
+        batch = f", batch {opt.batch}" if opt.batch else ""
+        return (f"{who} {model.name} {precision.name} output tokens/s on {n} x {gpu.name} (one copy) with {engine} at "
+                f"{shape.prompt_tokens:,.0f}/{shape.output_tokens:,.0f} prompt/output tokens{batch}")
+    job = "pre-training" if workload == "train" else f"{workload} fine-tuning" if workload != "finetune" \
+        else "full fine-tuning"
+    return f"{who} {model.name} {precision.name} {job} throughput (tokens/s per GPU) on {opt.count:,} x {gpu.name}"
+
+
+def unverified(opt, include: str) -> None:
+    """Fail an option (a picker Option or a report Row) no measurement backs, naming its regime
+    and what would verify it."""
+    ev = opt.evidence
+    opt.reason = Reason(Status.UNVERIFIED, {"regime": ev.regime.describe() if ev else "unknown",
+                                            "ask": opt.to_verify, "include": include})
 
 
 def _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, shape, price_basis, min_tps) -> Option:
@@ -401,8 +484,28 @@ def _behind(option, best, workload, objective) -> Reason:
 
 
 def recommend(*args, **kwargs) -> Option:
-    options = rank(*args, **kwargs)
-    if not options or not options[0].ok:
-        reasons = "; ".join(f"{o.gpu}: {o.reason.text()}" for o in options[:3])
-        raise num_error(f"no GPU in the catalog meets the constraints ({reasons})")
-    return options[0]
+    """The winner: the best option with evidence (or, with include_unverified, the best of all)."""
+    return winner(rank(*args, **kwargs))
+
+
+def winner(options: list[Option]) -> Option:
+    """The first of ranked options, if it meets every constraint; else an error saying why none does."""
+    if options and options[0].ok:
+        return options[0]
+    best_unverified = best_unverified_of(options)
+    if best_unverified is not None:
+        raise na_error(f"no GPU that meets the constraints has a measurement in its regime; the best unverified "
+                       f"is {best_unverified.count:,} x {best_unverified.gpu}: {best_unverified.reason.text()}")
+    reasons = "; ".join(f"{o.gpu}: {o.reason.text()}" for o in options[:3])
+    raise num_error(f"no GPU in the catalog meets the constraints ({reasons})")
+
+
+def best_unverified_of(options: list[Option]) -> Option | None:
+    """The best option left out only because nothing has measured its regime (options best first)."""
+    return next((o for o in options if o.status is Status.UNVERIFIED), None)
+
+
+def ahead(option: Option) -> bool:
+    """An unverified option that would have won on its estimate (its ratio to the winner)."""
+    f = option.reason.figures
+    return f.get("cost_ratio", 1) < 1 or f.get("time_ratio", 1) < 1 or f.get("throughput_ratio", 1) > 1

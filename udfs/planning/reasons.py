@@ -20,6 +20,7 @@ class Status(StrEnum):
     OVER_BUDGET = "over_budget"
     NOT_LICENSED = "not_licensed"            # GeForce card: the driver licence forbids data-centre use
     TIER_EXCLUDED = "tier_excluded"          # a tier the `tiers` argument leaves out
+    UNVERIFIED = "unverified"                # no measured row in its regime (physics.evidence)
 
 
 # (status, the figures given) -> text; a reason with figures no template names fails loudly
@@ -62,6 +63,11 @@ TEMPLATES: dict[tuple[Status, frozenset[str]], str] = {
         "left out: a {tier} card, built for a desk rather than a rack, PCIe only ({link}: no "
         "NVLink-class link for tensor parallel). Include it with tiers = \"{include}\"",
 }
+_UNVERIFIED = ("no measurement in its regime ({regime}); to verify it, {ask}. Include it with {include}")
+TEMPLATES[(Status.UNVERIFIED, frozenset({"regime", "ask", "include"}))] = "unverified: " + _UNVERIFIED
+for _ratio, _what in (("cost_ratio", "cost"), ("time_ratio", "time"), ("throughput_ratio", "tokens/s per GPU")):
+    TEMPLATES[(Status.UNVERIFIED, frozenset({"regime", "ask", "include", _ratio}))] = \
+        f"unverified ({{{_ratio}:.2f}}x the winner's {_what}): " + _UNVERIFIED
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from ..errors import num_error
 from ..physics import calibration as cal
 from ..physics.economics import HOURS_PER_MONTH
 from . import api_compare
+from .reasons import Status
 from .scenario import Scenario
 from .sweep import Row, breakeven_month, money, options, owned_count, purchase_price, sort_rows
 
@@ -89,6 +90,7 @@ class Result:
     own_vs_rent: OwnVsRent | MissingPrice | None = None
     used_gpus: list[str] = field(default_factory=list)
     api: api_compare.ApiComparison | None = None    # serving: the hosted API for the same traffic
+    best_unverified: Row | None = None   # the best option left out only because nothing measured its regime
 
     @property
     def ok_rows(self) -> list[Row]:
@@ -128,6 +130,9 @@ def analyse(sc: Scenario, sensitivity: bool = True) -> Result:
         if len(runners) == 2:
             break
     res = Result(sc, rows, best, runners)
+    res.best_unverified = next((r for r in rows if r.reason and r.reason.status is Status.UNVERIFIED), None)
+    if res.best_unverified is not None:
+        res.why[(res.best_unverified.gpu, res.best_unverified.basis)] = _why_unverified(sc, res.best_unverified, best)
     if best:
         res.why[(best.gpu, best.basis)] = _why_best(sc, best, len(ok))
         for r in runners:                  # each a different GPU or basis, so (gpu, basis) names it
@@ -165,6 +170,24 @@ def _why_best(sc: Scenario, r: Row, n_ok: int) -> str:
     scale = (f" The gradient all-reduce takes {1 - r.scale_efficiency:.0%} of the time at this size."
              if r.scale_efficiency is not None and r.count > 1 else "")
     return f"{head}: ${r.total_cost:,.0f} {_unit(sc)} in {r.days:,.1f} days on {on}.{scale}{outlay}"
+
+
+def evidence_sentence(r: Row) -> str:
+    """What backs an option's estimate: its regime's measured rows, error band and cost range."""
+    if r.evidence is None:
+        return ""
+    span, per = r.cost_range, "a month" if r.capacity_tps is not None else "for the job"
+    cost = "" if span is None else f" Over that band its cost is ${span[0]:,.0f} to ${span[1]:,.0f} {per}."
+    return f"Evidence: {r.evidence.text()}.{cost}"
+
+
+def _why_unverified(sc: Scenario, r: Row, best: Row | None) -> str:
+    """Why the best unverified option is not the recommendation, and what would verify it."""
+    cost = _known(r.total_cost, "the cost")
+    versus = (f"{cost / best.total_cost:.2f}x the recommendation's cost (${cost:,.0f} {_unit(sc)})"
+              if best is not None and best.total_cost else f"${cost:,.0f} {_unit(sc)}")
+    why = r.reason.text() if r.reason else ""
+    return f"{versus}, but not recommended: {why}."
 
 
 def _why_runner(sc: Scenario, r: Row, best: Row) -> str:
@@ -387,6 +410,12 @@ class OptionSummary:
     breakeven_month: int | None
     rented_gpu_hours: float | None
     monthly_cost_lines_usd: dict[str, float] | None
+    cost_low_usd: float | None          # the cost ranked on (a month serving, the job training) over the
+    cost_high_usd: float | None         # P10..P90 error of its regime (null: no estimate, or a set count)
+    evidence: str | None                # "measured" or "unverified" (null: not sized)
+    evidence_rows: int | None           # measured rows in its regime
+    evidence_text: str | None           # the regime, its band and the nearest measured configuration
+    to_verify: str | None               # unverified: the measurement that would verify it
     figures: ServingFigures | TrainingFigures
 
     def to_json(self) -> dict:
@@ -429,6 +458,7 @@ class ReportSummary:
     catalog_date: str
     recommendation: OptionSummary | None
     runners_up: list[OptionSummary]
+    best_unverified: OptionSummary | None   # the best option nothing has measured, with what would verify it
     breakeven: str | None
     count_explanation: str | None
     serving: ServingSummary | None
@@ -457,6 +487,7 @@ def option_summary(sc: Scenario, r: Row) -> OptionSummary:
                        tokens_per_sec_per_request=r.per_request_tps, seconds_per_request=r.seconds_per_request)
         if sc.serving else TrainingFigures(total_cost_usd=r.total_cost, days=r.days, gpu_hours=r.gpu_hours,
                                            scale_out_efficiency=r.scale_efficiency))
+    span = r.cost_range
     return OptionSummary(
         gpu=r.gpu, count=r.count, basis=r.basis, gpus_per_system=r.purchase_unit, systems=r.units, rank=r.rank,
         ok=r.ok,
@@ -464,6 +495,10 @@ def option_summary(sc: Scenario, r: Row) -> OptionSummary:
         status=(r.reason.status.value if r.reason else "ok"),
         capex_usd=r.capex, monthly_cost_usd=r.monthly_cost, usd_per_gpu_hour=r.rate, price_basis=r.rate_note,
         breakeven_month=r.breakeven_month, rented_gpu_hours=r.rented_hours, monthly_cost_lines_usd=r.lines,
+        cost_low_usd=span[0] if span else None, cost_high_usd=span[1] if span else None,
+        evidence=None if r.evidence is None else "measured" if r.verified else "unverified",
+        evidence_rows=r.evidence.rows if r.evidence else None,
+        evidence_text=r.evidence.text() if r.evidence else None, to_verify=r.to_verify or None,
         figures=figures)
 
 
@@ -484,6 +519,7 @@ def summary(res: Result) -> ReportSummary:
         catalog_date=catalog.catalog_date(),
         recommendation=option_summary(sc, res.best) if res.best else None,
         runners_up=[option_summary(sc, r) for r in res.runners_up],
+        best_unverified=option_summary(sc, res.best_unverified) if res.best_unverified else None,
         breakeven=breakeven_sentence(res) or None, count_explanation=count_sentence(sc, res.best) or None,
         serving=serving, ownership=ownership, tiers=list(sc.tiers),
         options=[option_summary(sc, r) for r in res.rows], api_comparison=res.api)

@@ -27,7 +27,7 @@ WORKLOAD_FIELDS = {"kind", "model", "params", "precision", "tokens", "requests_p
                    "requests_per_user_per_day", "peak_to_average", "output_tokens_per_request", "headroom",
                    "batch", "prompt_tokens_per_request", "engine"}
 CONSTRAINT_FIELDS = {"deadline_days", "p95_latency_s", "budget_usd", "capex_budget_usd", "monthly_budget_usd",
-                     "objective"}
+                     "objective", "include_unverified"}
 CANDIDATE_FIELDS = {"gpus", "counts", "pricing", "tiers"}
 MAX_OPTIONS = 10_000       # GPUs x counts x pricing bases one report may sweep (~1 minute, a few MB)
 PRICE_FIELDS = {"usd_per_gpu_hour", "purchase_usd"}
@@ -70,6 +70,7 @@ class Scenario:
     capex_budget_usd: float | None = None      # cash up front (Budget)
     monthly_budget_usd: float | None = None    # cash a month (Budget)
     objective: str = "cost"
+    include_unverified: bool = False   # let an option no measured row backs be recommended
     gpus: list[str] | None = None      # None: every catalog GPU
     counts: list[int] | None = None    # None: the picker's count ("auto")
     pricing: tuple[str, ...] = BASES
@@ -170,6 +171,8 @@ class Scenario:
                   (mapped if mapped and self.serving else "") or
                   "owned: the data-centre month; cloud: the rent" if self.monthly_budget_usd else "none"),
                  ("Objective", self.objective, ""),
+                 ("Unverified options may be recommended", "yes" if self.include_unverified else "no",
+                  "an option whose regime no measured row backs (constraints.include_unverified)"),
                  ("Candidate GPUs", "all" if self.gpus is None else ", ".join(self.gpus), ""),
                  ("GPU counts", "auto (fewest that meet the constraints)" if self.counts is None
                   else ", ".join(str(c) for c in self.counts), ""),
@@ -242,6 +245,14 @@ def _choice(table: dict, key: str, where: str, choices, default=None, required=F
     if not isinstance(v, str) or v.strip().lower() not in choices:
         raise ScenarioError(f"{name}: {quote(v)} is not allowed; allowed values: {', '.join(choices)}")
     return v.strip().lower()
+
+
+def _flag(table: dict, key: str, where: str) -> bool:
+    """A TOML boolean (false when absent)."""
+    v = table.get(key, False)
+    if not isinstance(v, bool):
+        raise ScenarioError(f"{where}.{key}: {quote(v)} is not allowed; allowed values: true, false")
+    return v
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")   # tab, newline and return are text
@@ -335,7 +346,8 @@ def from_dict(data: dict, source: str = "") -> Scenario:
                   budget_usd=_number(c, "budget_usd", "constraints", low=0, low_open=True),
                   capex_budget_usd=_number(c, "capex_budget_usd", "constraints", low=0, low_open=True),
                   monthly_budget_usd=_number(c, "monthly_budget_usd", "constraints", low=0, low_open=True),
-                  objective=_choice(c, "objective", "constraints", OBJECTIVES, default="cost"))
+                  objective=_choice(c, "objective", "constraints", OBJECTIVES, default="cost"),
+                  include_unverified=_flag(c, "include_unverified", "constraints"))
     if sc.budget_usd:                      # the old field is one of the two cash budgets
         target = Budget.maps_to(kind)
         if getattr(sc, target):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from ..catalogs import catalog
 from ..physics import defaults, economics, training
+from ..physics.evidence import Evidence
 from . import picker
 from ..physics.economics import HOURS_PER_MONTH
 from ..errors import MissingFigure, given
@@ -55,10 +56,26 @@ class Row:
     scale_efficiency: float | None = None    # training: share of the time computing (the all-reduce is the rest)
     rank: int | None = None
     gpu_row: catalog.Gpu = field(kw_only=True, repr=False, compare=False)   # the GPU (never looked up again)
+    evidence: Evidence | None = field(default=None, kw_only=True, repr=False, compare=False)   # the picker's
+    to_verify: str = field(default="", kw_only=True)   # the measurement that would verify it (unverified only)
 
     @property
     def ok(self) -> bool:
         return self.reason is None or self.reason.ok
+
+    @property
+    def verified(self) -> bool:
+        """A measured row backs its regime (physics.evidence)."""
+        return self.evidence is not None and self.evidence.measured
+
+    @property
+    def cost_range(self) -> tuple[float, float] | None:
+        """(low, high) of total_cost over its regime's error band. Serving: the cost of the GPUs the
+        true speed would need, before whole copies (the picker's count only: a count set in the
+        scenario costs the same whatever the speed, its capacity moves instead); training: GPU-hours."""
+        if self.capacity_tps is not None and not self.auto_count:
+            return None
+        return picker.spread(self.evidence, self.total_cost, cost=True)
 
     def fail(self, status: Status, **figures) -> None:
         self.reason = Reason(status, figures)
@@ -199,7 +216,7 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
         ranked = picker.rank(sc.kind, model, sc.precision, sc.objective, None, sc.deadline_days, sized, sc.batch,
                              basis, sc.min_tokens_per_sec if efficiency == 1.0 else sc.min_tokens_per_sec / efficiency,
                              sc.prompt_tokens_per_request, sc.output_tokens_per_request or defaults.OUTPUT_TOKENS, sc.engine,
-                             sc.tiers)
+                             sc.tiers, include_unverified=True)
         for opt in ranked:
             if opt.gpu not in names or (only and only[0] != opt.gpu):
                 continue
@@ -207,21 +224,32 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
             try:
                 rate = scenario_rate(sc, gpu, basis, price_scale)
                 if sc.serving:
-                    rows += _serving_rows(sc, model, gpu, opt, basis, rate, given(work, "the traffic"), efficiency,
-                                          work_scale, price_scale)
+                    new = _serving_rows(sc, model, gpu, opt, basis, rate, given(work, "the traffic"), efficiency,
+                                        work_scale, price_scale)
                 else:
-                    rows += _training_rows(sc, opt, basis, rate, deadline, price_scale)
+                    new = _training_rows(sc, opt, basis, rate, deadline, price_scale)
             except MissingFigure as gap:     # e.g. an owned price without the power figure: not comparable
                 base = _base_row(opt, basis, None)
                 base.fail(Status.NO_SPEC, figure=gap.figure, needed_for=gap.needed_for, how=gap.how)
-                rows += _same_for_counts(sc, base)
+                new = _same_for_counts(sc, base)
+            for r in new:                    # the same regime whatever the count: same GPU, engine, copy
+                r.evidence, r.to_verify = opt.evidence, opt.to_verify
+            rows += new
     budget = sc.budget
     if budget:
         for r in rows:
             over = budget.verdict(r.up_front, r.monthly_cash) if r.ok else None
             if over:
                 r.reason = over
+    if not sc.include_unverified:            # the recommendation is the best option with evidence
+        for r in rows:
+            if r.ok and not r.verified:
+                picker.unverified(r, INCLUDE_UNVERIFIED)
     return rows
+
+
+# how a scenario lets an unverified option be recommended
+INCLUDE_UNVERIFIED = "include_unverified = true under [constraints]"
 
 
 # the picker's verdicts a scenario price may still change (the picker priced at catalog rates)

@@ -8,6 +8,7 @@ import io
 
 from openpyxl import Workbook
 
+from udfs.planning.reasons import Status
 from udfs.planning.report_model import Result
 from udfs.planning.scenario import Scenario
 
@@ -23,7 +24,7 @@ def option_columns(sc: Scenario) -> list[tuple[str, str, object]]:
     cols = [("Rank", st.INT, lambda r: r.rank), ("GPU", "", lambda r: r.gpu), ("GPUs", st.INT, lambda r: r.count),
             ("Systems x GPUs", "", lambda r: f"{r.units:,} x {r.purchase_unit}" if r.units else ""),
             ("Count rule", "", lambda r: "auto (fewest)" if r.auto_count else "scenario count"),
-            ("Rent or own", "", lambda r: r.basis), ("Verdict", "", lambda r: "OK" if r.ok else "fails"),
+            ("Rent or own", "", lambda r: r.basis), ("Verdict", "", verdict),
             ("Fits in memory", "", lambda r: "yes" if r.fits else "no")]
     if sc.serving:
         cols += [("Capacity (tokens/s)", st.TOK_S, lambda r: r.capacity_tps),
@@ -37,6 +38,10 @@ def option_columns(sc: Scenario) -> list[tuple[str, str, object]]:
         cols.append(("$ per 1M output tokens", st.USD, lambda r: r.cost_per_1m))
     else:
         cols.append(("Cash per month held ($)", st.USD0, lambda r: r.monthly_cost))
+    cols += [("Cost low ($)", st.USD0, lambda r: r.cost_range[0] if r.cost_range else None),
+             ("Cost high ($)", st.USD0, lambda r: r.cost_range[1] if r.cost_range else None),
+             ("Evidence", "", lambda r: "" if r.evidence is None else "measured" if r.verified else "unverified"),
+             ("Measured rows in its regime", st.INT, lambda r: r.evidence.rows if r.evidence else None)]
     cols += [("Capex ($)", st.USD0, lambda r: r.capex),
              ("GPU-hours rented" + (" a month" if sc.serving else ""), st.INT, lambda r: r.rented_hours),
              ("Break-even month (own vs rent)", st.INT, lambda r: r.breakeven_month)]
@@ -45,12 +50,17 @@ def option_columns(sc: Scenario) -> list[tuple[str, str, object]]:
     return cols
 
 
+def verdict(r) -> str:
+    return "OK" if r.ok else "unverified" if r.reason.status is Status.UNVERIFIED else "fails"
+
+
 def write(wb: Workbook, res: Result):
     sc = res.scenario
     ws = wb.create_sheet(TITLE)
     sheet_title(ws, "Every option: GPU x count x rent or own",
-           "Sorted best first; options that fail a constraint are at the bottom with the reason. 'vs best' is a "
-           "formula: this option's cost over the recommendation's.")
+           "Sorted best first; options that fail a constraint are at the bottom with the reason, the unverified (no "
+           "measured row in their regime) first among them. Cost low / high: the cost over the regime's P10..P90 "
+           "measured error. 'vs best' is a formula: this option's cost over the recommendation's.")
     all_cols = option_columns(sc)
     basis = next(c for c in all_cols if c[0] == "Price basis")
     cols = [c for c in all_cols if c is not basis]      # on the sheet the price basis comes last (not printed)

@@ -11,7 +11,8 @@ from openpyxl.styles import Alignment
 
 import udfs
 from udfs.catalogs import catalog
-from udfs.planning.report_model import OwnVsRent, Result, api_sentence, breakeven_sentence, count_sentence
+from udfs.planning.report_model import OwnVsRent, Result, api_sentence, breakeven_sentence, count_sentence, \
+    evidence_sentence
 from udfs.planning.scenario import Scenario
 from udfs.planning.sweep import Row, purchase_price
 
@@ -57,7 +58,9 @@ def write(wb: Workbook, res: Result):
     row += 1
     best = res.best
     if best is None:
-        c = write_text(ws.cell(row=row, column=1),
+        c = write_text(ws.cell(row=row, column=1), "No option with a measurement in its regime meets every constraint; "
+                       "the best unverified one is below, with what would verify it. See the Options sheet for why "
+                       "each one fails." if res.best_unverified else
                        "No option meets every constraint. See the Options sheet for why each one fails.")
         c.font = st.BOLD
         ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=8)
@@ -75,7 +78,8 @@ def write(wb: Workbook, res: Result):
             cost_label(sc)] + (["$ per 1M output tokens"] if sc.serving else ["GPU-hours"]) + ["Capex ($)", "Why"]
     header_row(ws, row, cols)
     row += 1
-    for label, r in [("Recommended", best)] + [(f"Runner-up {i + 1}", r) for i, r in enumerate(res.runners_up)]:
+    picks = [("Recommended", best)] + [(f"Runner-up {i + 1}", r) for i, r in enumerate(res.runners_up)]
+    for label, r in picks + [("Best unverified", res.best_unverified)]:
         if r is None:
             continue
         put(ws, row, 1, label).font = st.BOLD
@@ -95,7 +99,8 @@ def write(wb: Workbook, res: Result):
         c = put(ws, row, 9, res.why_chosen(r))
         for j in range(1, 10):
             ws.cell(row=row, column=j).alignment = st.WRAP if j == 9 else Alignment(vertical="top")
-        ws.row_dimensions[row].height = 45
+        # the why column wraps at about 40 characters a line, 15 pt each
+        ws.row_dimensions[row].height = max(45, 15 * (len(res.why_chosen(r)) // 40 + 1))
         row += 1
     if len(res.runners_up) < 2 and best is not None:
         put(ws, row, 1, f"Only {1 + len(res.runners_up)} GPU/pricing combination(s) meet every constraint.").font = st.NOTE_FONT
@@ -133,6 +138,7 @@ def write(wb: Workbook, res: Result):
                         ("Cost per year ($)", best.total_cost * 12, st.USD0)]
         else:
             figures += [("Days", best.days, st.DAYS), ("GPU-hours", best.gpu_hours, st.INT)]
+        figures.append(("Evidence (measured rows in its regime)", evidence_sentence(best), ""))
         if res.sensitivity:
             top = res.sensitivity[0]
             figures.append(("Assumption that moves the cost most (+/-25%)", top.assumption, ""))
@@ -187,6 +193,11 @@ def write(wb: Workbook, res: Result):
 def recommendation_sentence(res: Result) -> str:
     """The recommendation in one sentence, with its money (the row's figures)."""
     sc, r = res.scenario, res.best
+    return ("" if r.verified else f"Unverified (no measurement in its regime; to verify it, {r.to_verify}): ") \
+        + _recommendation(sc, r)
+
+
+def _recommendation(sc: Scenario, r: Row) -> str:
     per = "a month" if sc.serving else "for the job"
     tokens = f", ${r.cost_per_1m:,.2f} per 1M output tokens" if sc.serving else ""
     units = f" ({r.units_text})" if r.units_text else ""

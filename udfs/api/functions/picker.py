@@ -4,6 +4,7 @@ from dataclasses import replace
 
 from ...physics import defaults
 from ...planning import picker
+from ...planning.reasons import Status
 from ..registry import Arg, worksheet
 from ..table import Table
 from .common import BATCH, ENGINE, MODEL_OR_PARAMS, OUTPUT, PRECISION, PROMPT
@@ -29,6 +30,10 @@ ARGS = [
 ]
 SERVING_SHAPE = [replace(PROMPT, help="Serving: prompt tokens per request"),
                  replace(OUTPUT, help="Serving: output tokens per request"), ENGINE]
+INCLUDE_UNVERIFIED = Arg(
+    "include_unverified", "bool", "FALSE (default): an option whose regime no measured row backs (ESTIMATE_EVIDENCE "
+    "says \"no measurement\") is marked unverified and cannot win, so the winner is the best option with evidence; "
+    "TRUE: it competes on its estimate", default=False)
 TIERS = Arg("tiers", "text", "GPU tiers the deployment may use: datacenter (default: deployable in a data centre), "
             "\"datacenter,workstation\", or any (consumer GeForce cards too; NVIDIA's GeForce driver licence does "
             "not allow data-centre use). Cards of other tiers are still sized, and marked left out with the reason",
@@ -44,9 +49,11 @@ BUDGETS = [Arg("capex_budget_usd", "number", "Cash up front (blank = none): an o
            "GPUs per system or instance, capex) and "
            "ranked by cost or time, with the reason each wins or fails (does not fit, no NVLink for sharding, over "
            "budget (cash: capex up front, or rent and the data-centre month a month), misses the deadline, too "
-           "slow for the latency target, a tier left out). Counts are whole systems (owned) or instances (cloud).",
+           "slow for the latency target, a tier left out, unverified: no measurement in its regime, with the figure "
+           "that would verify it). Counts are whole systems (owned) or instances (cloud). cost_low and cost_high are "
+           "the cost over its regime's P10..P90 measured error (ESTIMATE_EVIDENCE).",
            "table", "Picker",
-           ARGS + SERVING_SHAPE + [TIERS] + BUDGETS,
+           ARGS + SERVING_SHAPE + [TIERS] + BUDGETS + [INCLUDE_UNVERIFIED],
            returns="table", examples=[(("serve", "Llama 2 7B", "fp16"), None),
                                       (("train", "Llama 2 70B", "bf16", "cost", "", "", 2e12), None)], kind="table")
 def gpu_rank(**kw):
@@ -55,31 +62,50 @@ def gpu_rank(**kw):
 
 
 RANK_HEADER = ["rank", "gpu", "count", "fits", "days", "tokens_per_sec", "cost", "cost_unit", "price_basis",
-               "verdict", "reason", "gpus_per_copy", "batch", "gpus_per_system", "capex_usd"]
+               "verdict", "reason", "gpus_per_copy", "batch", "gpus_per_system", "capex_usd",
+               "cost_low", "cost_high", "evidence", "evidence_rows", "to_verify"]
 
 
 def _rank_row(rank: int, o: picker.Option) -> list:
+    low, high = o.cost_range or (None, None)
+    evidence = "" if o.evidence is None else "measured" if o.verified else "unverified"
     return [rank, o.gpu, o.count, o.fits, o.days, o.tokens_per_sec, o.cost, o.cost_unit, o.price_basis,
-            "OK" if o.ok else "fails", o.reason.text(), o.gpus_per_copy, o.batch, o.purchase_unit, o.capex]
+            _verdict(o), o.reason.text(), o.gpus_per_copy, o.batch, o.purchase_unit, o.capex,
+            low, high, evidence, o.evidence.rows if o.evidence else None, o.to_verify]
 
 
-@worksheet("GPU_RECOMMEND", "The winning GPU for a workload and how many: cheapest (or fastest) option that fits "
-           "and meets the budget, deadline and latency target. part = summary, gpu or count.", "text", "Picker",
+def _verdict(o: picker.Option) -> str:
+    return "OK" if o.ok else "unverified" if o.status is Status.UNVERIFIED else "fails"
+
+
+@worksheet("GPU_RECOMMEND", "The winning GPU for a workload and how many: cheapest (or fastest) option with evidence "
+           "(a measured row in its regime) that fits and meets the budget, deadline and latency target; the summary "
+           "names beside it a better option nothing has measured, and the figure that would verify it. "
+           "part = summary, gpu or count.", "text", "Picker",
            ARGS + [Arg("part", "choice", "What to return", choices=("summary", "gpu", "count"), default="summary")]
-           + SERVING_SHAPE + [TIERS] + BUDGETS,
-           returns="any", examples=[(("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu"), "A10 24GB"),
+           + SERVING_SHAPE + [TIERS] + BUDGETS + [INCLUDE_UNVERIFIED],
+           returns="any", examples=[(("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu"),
+                                     "RTX PRO 6000 Blackwell Server 96GB"),
                                     (("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu", 1024, 256,
-                                      "", "any"), "RTX 5090 32GB"),
+                                      "", "any", "", "", True), "RTX 5090 32GB"),
                                     (("qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count"), 8),
-                                    (("qlora", "Llama 2 7B", "bf16", "cost", 20000, "", "", 1, "auto", 0, "count"), 1)],
+                                    (("qlora", "Llama 2 7B", "bf16", "cost", 20000, "", "", 1, "auto", 0, "count", 1024,
+                                      256, "", "datacenter", "", "", True), 1)],
            kind="text")
 def gpu_recommend(part, **kw):
-    best = picker.recommend(*_rank_args(kw))
+    options = picker.rank(*_rank_args(kw))
+    best = picker.winner(options)
     if part == "gpu":
         return best.gpu
     if part == "count":
         return best.count
-    return f"{best.count} x {best.gpu} ({best.price_basis})"
+    text = f"{best.count} x {best.gpu} ({best.price_basis})"
+    if not best.verified:
+        text += f"; unverified: no measurement in its regime; to verify it, {best.to_verify}"
+    other = picker.best_unverified_of(options)
+    if other is not None and picker.ahead(other):
+        text += f"; beside it, {other.count} x {other.gpu} is {other.reason.text()}"
+    return text
 
 
 def _rank_args(kw):
@@ -87,4 +113,4 @@ def _rank_args(kw):
     return (kw["workload"], kw["model_or_params"], kw["precision"], kw["objective"], kw["budget_usd"] or None,
             kw["deadline_days"] or None, kw["tokens_or_traffic"] or None, kw["batch"] or None, kw["price_basis"],
             kw["min_tokens_per_sec"], kw["prompt_tokens"], kw["output_tokens"], kw["engine"] or None,
-            kw["tiers"], kw["capex_budget_usd"] or None, kw["monthly_budget_usd"] or None)
+            kw["tiers"], kw["capex_budget_usd"] or None, kw["monthly_budget_usd"] or None, kw["include_unverified"])

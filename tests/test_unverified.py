@@ -1,0 +1,161 @@
+"""Issue 21 item 2: the picker and the report do not crown an option nothing has measured. An
+option whose regime (physics.evidence) holds no measured row is unverified: it carries the
+measurement that would verify it and wins only when asked to."""
+
+import dataclasses
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+import udfs
+from udfs.catalogs import catalog
+from udfs.cli import main as cli_main
+from udfs.physics import evidence
+from udfs.planning import picker, report_model, scenario
+from udfs.planning.reasons import Status
+
+SERVE_70B = ("serve", "Llama 3.3 70B", "bf16", "cost", "", "", "", "", "auto", 0)
+
+
+def _rank(*args, include=False):
+    table = udfs.call("GPU_RANK", *args, 2048, 512, "", "datacenter", "", "", include)
+    return [dict(zip(table.header, row)) for row in table.rows]
+
+
+def test_70b_serving_recommends_a_measured_accelerator():
+    for precision in ("bf16", "fp8"):
+        args = ("serve", "Llama 3.3 70B", precision, "cost", "", "", "", "", "auto", 0, "gpu")
+        gpu = catalog.gpu(udfs.call("GPU_RECOMMEND", *args))
+        rows = [m for m in evidence.measured() if m.metric == "throughput" and m.family == gpu.family]
+        assert rows, f"{gpu.name} has no measured throughput row"
+
+
+def test_unverified_options_are_marked_and_say_what_would_verify_them():
+    rows = _rank(*SERVE_70B)
+    unverified = [r for r in rows if r["verdict"] == "unverified"]
+    assert unverified and all(r["evidence"] == "unverified" and r["to_verify"] for r in unverified)
+    gaudi = next(r for r in rows if r["gpu"].startswith("Gaudi 3"))
+    assert gaudi["verdict"] == "unverified"      # no Intel row measures any model's throughput
+    assert gaudi["to_verify"].startswith("ask Intel for Llama 3.3 70B bf16 output tokens/s on ")
+    assert "2,048/512" in gaudi["to_verify"] and "include_unverified = TRUE" in gaudi["reason"]
+    for r in rows:
+        if r["verdict"] == "OK":
+            assert r["evidence"] == "measured" and r["evidence_rows"] >= 1 and not r["to_verify"]
+        if r["cost"] is not None and r["cost_low"] is not None:
+            assert r["cost_low"] <= r["cost"] <= r["cost_high"]
+
+
+def test_the_picker_reads_the_regime_of_each_option():
+    ranked = picker.rank("serve", catalog.model("Llama 3.3 70B"), "bf16", prompt_tokens=2048, output_tokens=512)
+    for o in ranked:
+        if o.evidence is None:
+            continue
+        regime = evidence.regime_of("throughput", o.gpu_row, False, o.gpus_per_copy,
+                                    "vLLM" if o.gpu_row.vendor not in ("NVIDIA", "Apple") else "TensorRT-LLM")
+        assert o.evidence.regime == regime
+        assert o.verified == any(m.regime == regime for m in evidence.measured())
+
+
+def test_an_unverified_option_wins_only_with_the_argument():
+    rows = _rank(*SERVE_70B)
+    best, ahead = rows[0], next(r for r in rows if r["verdict"] == "unverified")
+    assert best["verdict"] == "OK" and ahead["cost"] < best["cost"]       # cheaper on its estimate, not crowned
+    text = udfs.call("GPU_RECOMMEND", *SERVE_70B, "summary", 2048, 512)
+    assert text.startswith(f"{best['count']} x {best['gpu']} ") and f"beside it, {ahead['count']} x {ahead['gpu']}" in text
+    assert "to verify it, ask " in text
+    chosen = udfs.call("GPU_RECOMMEND", *SERVE_70B, "gpu", 2048, 512, "", "datacenter", "", "", True)
+    assert chosen == ahead["gpu"]
+    summary = udfs.call("GPU_RECOMMEND", *SERVE_70B, "summary", 2048, 512, "", "datacenter", "", "", True)
+    assert "unverified: no measurement in its regime" in summary
+    assert _rank(*SERVE_70B, include=True)[0]["gpu"] == ahead["gpu"]
+
+
+def test_no_measured_option_is_an_na_naming_the_best_unverified():
+    # no measured row serves a mixture-of-experts model: every option is unverified
+    with pytest.raises(udfs.FlopsheetError, match=r"#N/A: no GPU that meets the constraints has a measurement") as e:
+        udfs.call("GPU_RECOMMEND", "serve", "Mixtral 8x7B", "fp16")
+    assert "to verify it, ask " in e.value.message and "MoE" in e.value.message
+    assert " x " in udfs.call("GPU_RECOMMEND", "serve", "Mixtral 8x7B", "fp16", "cost", "", "", "", "", "auto", 0,
+                              "summary", 1024, 256, "", "datacenter", "", "", True)
+
+
+# ---------------------------------------------------------------------------- the report
+EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.toml"))
+
+
+def _measured(regime) -> bool:
+    return any(m.regime == regime for m in evidence.measured())
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_no_example_recommendation_rests_on_an_unmeasured_regime(path):
+    sc = scenario.load(path)
+    res = report_model.analyse(sc, sensitivity=False)
+    if sc.include_unverified:               # asked for in the file (the $2M brief: nothing measured fits)
+        assert "include_unverified = true" in path.read_text(encoding="utf-8")
+        sc = dataclasses.replace(sc, include_unverified=False)
+        res = report_model.analyse(sc, sensitivity=False)
+    assert res.best is not None or res.best_unverified is not None      # none measured: nothing recommended
+    for r in [res.best, *res.runners_up] if res.best else []:
+        assert r.evidence is not None and _measured(r.evidence.regime), (r.label, r.evidence.text())
+    for r in res.rows:                       # every option that meets the rest, unmeasured, is marked
+        if r.ok or (r.reason and r.reason.status is Status.UNVERIFIED):
+            assert r.verified == _measured(r.evidence.regime) and (r.ok == r.verified)
+
+
+def test_serve_70b_shows_the_best_unverified_option_and_lets_it_win_when_asked():
+    path = next(p for p in EXAMPLES if p.stem == "serve-70b")
+    res = report_model.analyse(scenario.load(path), sensitivity=False)
+    other = res.best_unverified
+    assert other is not None and other.total_cost < res.best.total_cost      # cheaper on its estimate
+    assert other.to_verify.startswith(f"ask {other.gpu_row.vendor} for Llama 3 70B bf16 output tokens/s on ")
+    assert "not recommended" in res.why_chosen(other) and other.to_verify in res.why_chosen(other)
+    text = path.read_text(encoding="utf-8").replace("[constraints]", "[constraints]\ninclude_unverified = true")
+    chosen = report_model.analyse(scenario.parse(text), sensitivity=False).best
+    assert (chosen.gpu, chosen.basis, chosen.count) == (other.gpu, other.basis, other.count) and not chosen.verified
+
+
+def test_report_json_carries_ranges_and_evidence_for_every_option():
+    path = next(p for p in EXAMPLES if p.stem == "serve-70b")
+    data = report_model.as_json(report_model.analyse(scenario.load(path), sensitivity=False))
+    assert data["recommendation"]["evidence"] == "measured" and data["recommendation"]["evidence_rows"] >= 1
+    assert data["best_unverified"]["evidence"] == "unverified" and data["best_unverified"]["to_verify"]
+    for o in data["options"]:
+        if o["monthly_cost_usd"] is not None and o["cost_low_usd"] is not None:
+            assert o["cost_low_usd"] <= o["monthly_cost_usd"] <= o["cost_high_usd"]
+        if o["evidence"] is not None:
+            assert o["evidence_text"].startswith("no measurement" if o["evidence"] == "unverified" else "1 measured row"
+                                                 if o["evidence_rows"] == 1 else f"{o['evidence_rows']} measured rows")
+        assert (o["status"] == "unverified") <= (o["evidence"] == "unverified")
+
+
+def test_report_workbook_shows_evidence_and_the_best_unverified(tmp_path):
+    path = next(p for p in EXAMPLES if p.stem == "serve-70b")
+    target = tmp_path / "r.xlsx"
+    assert cli_main(["report", str(path), "-o", str(target)]) == 0
+    wb = openpyxl.load_workbook(target)
+    header = [c.value for c in wb["Options"][4]]
+    assert {"Cost low ($)", "Cost high ($)", "Evidence", "Measured rows in its regime"} <= set(header)
+    rows = [dict(zip(header, [c.value for c in row])) for row in wb["Options"].iter_rows(min_row=5)]
+    assert any(r["Verdict"] == "unverified" and r["Evidence"] == "unverified" for r in rows)
+    summary = [c.value for row in wb["Summary"].iter_rows() for c in row if isinstance(c.value, str)]
+    assert "Best unverified" in summary
+    assert any(t.startswith("Evidence: 1 measured row") or t.startswith("Evidence: ") and "measured rows" in t
+               for t in summary)
+    assert any("to verify it, ask " in t for t in summary)
+
+
+def test_include_unverified_must_be_a_boolean():
+    path = next(p for p in EXAMPLES if p.stem == "serve-70b")
+    text = path.read_text(encoding="utf-8").replace("[constraints]", "[constraints]\ninclude_unverified = \"yes\"")
+    with pytest.raises(scenario.ScenarioError, match="constraints.include_unverified"):
+        scenario.parse(text)
+
+
+def test_an_unverified_recommendation_says_so():
+    path = next(p for p in EXAMPLES if p.stem == "brief-2m-train")
+    res = report_model.analyse(scenario.load(path), sensitivity=False)
+    assert not res.best.verified
+    from workbook_templates.report.summary import recommendation_sentence
+    assert recommendation_sentence(res).startswith("Unverified (no measurement in its regime; to verify it, ask ")
