@@ -92,3 +92,11 @@ def test_a_private_api_price_overrides_and_a_new_row_must_say_if_it_is_open_weig
     finally:
         monkeypatch.delenv("FLOPSHEET_CATALOG")
         catalog.reload()
+
+
+def test_the_inference_plan_starts_at_the_catalogs_api_offer_for_its_default_model():
+    from workbook_templates import inference_plan
+    offer = api_compare.offer_for(catalog.model(inference_plan.DEFAULT_MODEL), inference_plan.DEFAULT_PROMPT,
+                                  inference_plan.DEFAULT_OUTPUT)
+    assert offer is not None and inference_plan.default_api_offer() == offer
+    assert offer.price.usd_per_1m_output < 1          # a 7B model's price class, not a frontier API's $15

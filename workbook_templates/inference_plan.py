@@ -36,6 +36,19 @@ ALT_INPUTS = {"requests_per_minute": 2500, "output_tokens": 350, "prompt_tokens"
               "IP_PowerW": 350, "IP_Utilization": 0.5, "IP_ApiIn": 0.5, "IP_ApiOut": 1.5, "IP_HoursPerMonth": 720}
 
 
+DEFAULT_MODEL, DEFAULT_PROMPT, DEFAULT_OUTPUT = "Llama 2 7B", 500, 200
+
+
+def default_api_offer():
+    """The hosted-API price the sheet starts with: the catalog's offer for the default model at the default mix
+    (the same model or its size class; udfs.planning.api_compare), as every serving report compares."""
+    from udfs.catalogs import resolve
+    from udfs.planning import api_compare
+    offer = api_compare.offer_for(resolve.model(DEFAULT_MODEL), DEFAULT_PROMPT, DEFAULT_OUTPUT)
+    assert offer is not None, "the catalog lists an API for the default model's size class"
+    return offer
+
+
 def build(path, inputs: dict | None = None) -> Book:
     from udfs.api.functions import common as cm
     from udfs.api.functions import economics as e
@@ -50,8 +63,9 @@ def build(path, inputs: dict | None = None) -> Book:
                  "Choose the model, precision, GPU and inference engine. The 'Serving calculation' sheet shows "
                  "every step: KV fit, time per output token by batch, the batch kept and the copies needed.",
                  "The cloud price per GPU-hour, the owned GPU's all-in price and power default to today's catalog "
-                 "for the GPU chosen (the report's figures); type over them, and type the API prices to compare "
-                 "with. The lesson's prices ($3.20/GPU-hour, $30,000, 700 W) are the preset "
+                 "for the GPU chosen (the report's figures); type over them. The API prices start at the catalog's "
+                 "cheapest hosted offer for the default model's size class (API_PRICE_LIST); type the one you "
+                 "compare with. The lesson's prices ($3.20/GPU-hour, $30,000, 700 W) are the preset "
                  "flopsheet templates --preset lesson.",
                  "The lesson's batch-1 estimate (batch size and bandwidth efficiency are its inputs) stays beside "
                  "the serving model: 1,000 requests/min x 200 tokens + 20% = 4,000 tokens/s; a 7B model in FP16 "
@@ -65,13 +79,15 @@ def build(path, inputs: dict | None = None) -> Book:
                     "estimate.")
     book.section(ws, 4, "Inputs")
     inp = {}
+    api = default_api_offer().price
+    api_unit = f"$ per 1M ({api.provider}, {api.as_of})"
     spec = [
         ("requests_per_minute", "Requests per minute", 1000, "#,##0", "requests/min", None),
-        ("output_tokens", "Output tokens per request", 200, "#,##0", "tokens", None),
-        ("prompt_tokens", "Input (prompt) tokens per request", 500, "#,##0", "tokens", None),
+        ("output_tokens", "Output tokens per request", DEFAULT_OUTPUT, "#,##0", "tokens", None),
+        ("prompt_tokens", "Input (prompt) tokens per request", DEFAULT_PROMPT, "#,##0", "tokens", None),
         ("IP_Headroom", "Burst headroom", defaults.HEADROOM, st.FRACTION, "", None),
         ("IP_Latency", "Latency target per response", 5, "0.0", "s", None),
-        ("model", "Model (or a parameter count)", "Llama 2 7B", None, "", "CatModelNames"),
+        ("model", "Model (or a parameter count)", DEFAULT_MODEL, None, "", "CatModelNames"),
         ("precision", "Precision", "fp16", None, "", "CatPrecisionNames"),
         ("gpu", "GPU", "H100 SXM 80GB", None, "", "CatGpuNames"),
         ("engine", "Inference engine", sf.DEFAULT_ENGINE, None, "", "ListEngines"),
@@ -87,8 +103,8 @@ def build(path, inputs: dict | None = None) -> Book:
         ("IP_Lifetime", "Owned: lifetime", Ownership.lifetime_years, "0.0", "years", None),
         ("IP_Utilization", "Owned: utilization", Ownership.utilization, st.FRACTION, "", None),
         ("IP_HoursPerMonth", "Hours per month", HOURS_PER_MONTH, "#,##0", "hours", None),
-        ("IP_ApiIn", "API price, input tokens", 3.0, st.USD, "$ per 1M", None),
-        ("IP_ApiOut", "API price, output tokens", 15.0, st.USD, "$ per 1M", None),
+        ("IP_ApiIn", "API price, input tokens", api.usd_per_1m_input, st.USD, api_unit, None),
+        ("IP_ApiOut", "API price, output tokens", api.usd_per_1m_output, st.USD, api_unit, None),
     ]
     args_of = {"requests_per_minute": None, "IP_Headroom": None, "IP_Efficiency": cm.EFFICIENCY,
                "IP_Batch": cm.BATCH, "IP_CloudRate": cm.CLOUD_USD_PER_GPU_HOUR,
