@@ -97,7 +97,7 @@ def _serving_curve(ws, res: Result, left: int, top: int):
     sc, best = res.scenario, res.best
     assert best is not None and best.gpus_per_copy
     points = curve.serving_curve(sc.model, best.gpu_row, sc.precision, sc.prompt_tokens_per_request,
-                                 sc.output_tokens_per_request or 0, best.gpus_per_copy, best.rate, sc.engine, None,
+                                 sc.traffic()[1], best.gpus_per_copy, best.rate, sc.engine, None,
                                  1000 / sc.min_tokens_per_sec if sc.min_tokens_per_sec else None, best.batch)
     put(ws, top - 1, left, f"Serving curve, {best.gpus_per_copy} x {best.gpu} per copy").font = st.BOLD
     header_row(ws, top, ["Batch", "Tokens/s per user", "Tokens/s per GPU"], first=left)
