@@ -38,7 +38,7 @@ from ..physics import capacity, defaults, economics, evidence, training
 from ..catalogs import catalog, resolve
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..catalogs.engines import Engine
-from ..errors import FlopsheetError, MissingFigure, na_error, num_error, value_error
+from ..errors import FlopsheetError, MissingFigure, given, na_error, num_error, value_error
 from ..catalogs.names import key
 from .reasons import WINNER, Reason, Status
 
@@ -438,11 +438,12 @@ def _cash(opt: Option, gpu: Gpu, workload: str, basis: str, rate: float) -> None
     """The option's cash (Budget): owned, the capex and the data-centre month at the default
     Ownership; cloud, the job's rent up front (training) and the rent a month."""
     if basis == "owned":
-        price, o = catalog.gpu_price(gpu, "system"), economics.Ownership()
+        price, o = given(catalog.gpu_price(gpu, "system"), "the system price"), economics.Ownership()
         opt.capex = opt.up_front = opt.count * o.capex(price)
         opt.monthly_cash = opt.count * o.month(price, gpu.need("tdp_w", "the power cost of owning it"))["total"]
         return
-    hours = economics.HOURS_PER_MONTH if workload == "serve" else min(economics.HOURS_PER_MONTH, opt.days * 24)
+    hours = economics.HOURS_PER_MONTH if workload == "serve" else \
+        min(economics.HOURS_PER_MONTH, given(opt.days, "the job's days") * 24)
     opt.up_front = 0.0 if workload == "serve" else opt.cost
     opt.monthly_cash = rate * opt.count * hours
 

@@ -272,7 +272,8 @@ def _training_rows(sc: Scenario, opt, basis: str, rate, deadline: float, price_s
     if opt.days is None or opt.ideal_gpu_hours is None or opt.status not in PRICE_VERDICTS:
         base.days = opt.days
         return _same_for_counts(sc, base)
-    unit, min_count = given(opt.purchase_unit, "the GPUs per system"), given(opt.mem_count, "the GPUs to hold it")
+    unit = int(given(opt.purchase_unit, "the GPUs per system"))
+    min_count = given(opt.mem_count, "the GPUs to hold it")
     system = int(opt.gpu_row.need("system_gpus", "training across GPUs"))
     out = []
     for c in _counts(sc, opt.count, unit):
@@ -371,9 +372,9 @@ def served_cost_per_1m(monthly_cost: float, count: int, tokens_per_month: float)
 def sort_rows(sc: Scenario, rows: list[Row]) -> list[Row]:
     if sc.objective == "time":
         if sc.serving:
-            key = lambda r: (r.seconds_per_request or math.inf, r.total_cost or math.inf)  # noqa: E731
+            key = lambda r: (r.seconds_per_request or math.inf, r.total_cost or math.inf, r.count)  # noqa: E731
         else:
-            key = lambda r: (r.days if r.days is not None else math.inf, r.total_cost or math.inf)  # noqa: E731
+            key = lambda r: (r.days if r.days is not None else math.inf, r.total_cost or math.inf, r.count)  # noqa: E731
     else:   # a tie goes to fewer GPUs, then the faster
         key = lambda r: (r.total_cost if r.total_cost is not None else math.inf, r.count, r.time or math.inf)  # noqa: E731
     ordered = sorted(rows, key=lambda r: (not r.ok, key(r), r.gpu, r.basis, r.count))
