@@ -16,7 +16,7 @@ from udfs.physics import lesson
 from udfs.planning import report_model, scenario
 from udfs.errors import FlopsheetError
 
-COUNTS = [1e9, 7e9, 3e10, 1.2e11, 2e11, 4e11, 1e12]
+COUNTS = [1e9, 7e9, 3e10, 1.2e11, 2e11, 4e11, 1e12, 1e13]   # 1e13 fits no copy of up to 64 H100s
 CATALOG = ["Llama 3.1 8B", "Llama 3.3 70B", "Mixtral 8x7B", "Qwen3 30B-A3B", "gpt-oss-120b"]
 SETUPS = [("H100 SXM", "fp8"), ("A100 SXM 80GB", "bf16")]
 RPM, PROMPT, OUTPUT, HEADROOM = 1000, 1024, 256, 0.2       # 1,000 requests/min: 5,120 output tokens/s provisioned

@@ -1,6 +1,7 @@
 """Serving capacity (udfs/physics/capacity.py) and engine profiles (udfs/catalogs/engines.py)."""
 
 import csv
+import math
 import subprocess
 import sys
 from importlib import resources
@@ -8,7 +9,7 @@ from importlib import resources
 import pytest
 
 import udfs
-from udfs.physics import capacity
+from udfs.physics import capacity, queueing
 from udfs.catalogs import catalog, engines
 from udfs.errors import FlopsheetError
 
@@ -143,7 +144,9 @@ def test_gpus_for_traffic_sizes_copies_from_throughput():
     plan = capacity.gpus_for_traffic(L8, H100, 600, 1024, 256, max_tpot_ms=50, precision="fp8")
     demand = 600 / 60 * 256 * 1.2                  # 20% burst headroom by default
     assert plan.demand_tokens_per_sec == pytest.approx(demand)
-    assert plan.copies * plan.point.tokens_per_sec >= demand > (plan.copies - 1) * plan.point.tokens_per_sec
+    serving = plan.copies - plan.spare_copies       # N+1: one spare copy by default
+    assert plan.spare_copies == 1 and plan.wait_ms == 0     # at 35% load no request waits at the p95
+    assert serving * plan.point.tokens_per_sec >= demand > (serving - 1) * plan.point.tokens_per_sec
     assert plan.point.tpot_ms <= 50 and plan.gpus == plan.copies * plan.n_gpus
 
 
@@ -181,7 +184,7 @@ def test_calc_serving_throughput_matches_the_trtllm_bench_row():
     (("SERVING_THROUGHPUT", "Llama 3.3 70B", "RTX 4090"), "does not fit"),
     (("SERVING_BATCH", "Llama 3.3 70B", "H200", "bf16", "200000", "200000"), "KV cache (1 x 400,000 tokens)), 140.2 GiB usable"),
     (("SERVING_LATENCY_MS", "Llama 3.1 8B", "H100", "fp8", "1024", "256", "1", "", "tensorflow"), "unknown engine"),
-    (("GPUS_FOR_TRAFFIC", "Llama 3.1 405B", "RTX 4090", "100", "1024", "256"), "does not fit"),
+    (("GPUS_FOR_TRAFFIC", "Llama 3.1 405B", "RTX 4090", "100", "1024", "256", "", "", "fp32"), "does not fit"),
     (("GPUS_FOR_TRAFFIC", "Llama 3.1 8B", "H100", "100", "1024", "256", "0.5"), "no batch meets TPOT"),
 ])
 def test_bad_inputs_are_excel_errors_with_the_reason(args, reason):
@@ -207,4 +210,57 @@ def test_gpus_for_traffic_parts():
                                                                                        "gpus_per_copy"))
     assert gpus == copies * per_copy and per_copy >= 2
     tps = udfs.call("GPUS_FOR_TRAFFIC", *args, "tokens_per_sec_per_copy")
-    assert copies * tps >= 1000 / 60 * 512 * 1.2 > (copies - 1) * tps
+    serving = copies - udfs.call("GPUS_FOR_TRAFFIC", *args, "spare_copies")
+    assert serving * tps >= 1000 / 60 * 512 * 1.2 > (serving - 1) * tps
+
+
+# --- serving as operated: spare copies, queueing, copies over servers ----------------------
+def test_erlang_c_by_hand():
+    """M/M/2 at a = 1 Erlang: C = (a^2/2! x 2/(2-1)) / (1 + a + a^2/2! x 2/(2-1)) = 1/3; M/M/1: C = utilization."""
+    assert queueing.erlang_c(2, 1.0) == pytest.approx(1 / 3)
+    assert queueing.erlang_c(1, 0.7) == pytest.approx(0.7)
+    assert queueing.erlang_c(4, 5.0) == 1.0 and queueing.erlang_c(10_000, 10.0) == 0.0
+
+
+def test_wait_percentile_is_the_mm1_tail():
+    """M/M/1, lambda 0.8, mu 1: P(W > t) = 0.8 exp(-0.2 t), so the p95 wait is ln(0.8 / 0.05) / 0.2."""
+    assert queueing.wait_percentile_s(0.8, 1, 1.0, 0.95) == pytest.approx(math.log(16) / 0.2)
+    assert queueing.wait_percentile_s(0.8, 1, 1.0, 0.95, 1.0, 0.0) == pytest.approx(math.log(16) / 0.4)  # Allen-Cunneen
+    assert queueing.wait_percentile_s(0.01, 1, 1.0, 0.95) == 0.0        # 1% wait at all: the p95 waits nothing
+    assert queueing.wait_percentile_s(1.0, 1, 1.0, 0.95) == math.inf
+
+
+def test_spare_copies_whole_or_a_share():
+    assert capacity.spare_copies(10) == 1 and capacity.spare_copies(10, 2) == 2
+    assert capacity.spare_copies(10, 0.25) == 3 and capacity.spare_copies(10, 0) == 0
+    with pytest.raises(FlopsheetError):
+        capacity.spare_copies(10, 1.5)
+
+
+def test_queueing_adds_copies_until_the_p95_latency_holds():
+    """The 50,000-daily-user load (serve-8b.toml): a TPOT target alone leaves one copy near full load with a
+    p95 wait of seconds; the whole-request p95 target adds a copy, and the spare comes on top."""
+    rpm = 50_000 * 10 / 1440 * 3
+    tpot_only = capacity.gpus_for_traffic(L8, H100, rpm, 1000, 300, max_tpot_ms=1000 / 30)
+    assert tpot_only.utilization > 0.95 and tpot_only.wait_ms > 1000
+    plan = capacity.gpus_for_traffic(L8, H100, rpm, 1000, 300, max_latency_s=10)
+    assert plan.spare_copies == 1 and plan.copies - 1 > tpot_only.copies - 1
+    assert plan.latency_ms <= 10_000 and plan.ttft_ms == plan.wait_ms + plan.point.ttft_ms
+    assert plan.latency_ms == pytest.approx(plan.ttft_ms + 299 * plan.point.tpot_ms)
+
+
+def test_deepseek_v3_fp8_on_h100_is_a_copy_of_16_gpus_over_two_servers():
+    v3 = catalog.model("DeepSeek-V3")
+    plan = capacity.gpus_for_traffic(v3, H100, 100, 1024, 256, precision="fp8")
+    assert plan.n_gpus == 16 and capacity.layout(H100, engines.engine(None, H100), 16) == (8, 2)
+    with pytest.raises(capacity.NoFit):                 # one server of 8 does not hold it
+        capacity.serving_point(v3, H100, "fp8", 1024, 256, 8)
+
+
+def test_a_pipeline_over_servers_reads_weights_at_one_server_s_speed():
+    """Two stages of 8: each token still streams all the weights through 8 GPUs' bandwidth, plus the
+    hand-offs over the network; at batch 1 that is slower than one server of 8 (where it fits)."""
+    one = capacity.decode_step(L70, H100, "fp8", 1, 2048, 8)
+    two = capacity.decode_step(L70, H100, "fp8", 1, 2048, 16)
+    assert two.weights == pytest.approx(one.weights)
+    assert two.allreduce > one.allreduce and two.total > one.total

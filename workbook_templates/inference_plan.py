@@ -288,7 +288,8 @@ def _traffic_args(inp: dict) -> dict:
             "precision": inp["precision"],
             "engine": Expr(lambda s: f'IF({eng.ref(s)}="{sf.DEFAULT_ENGINE}","",{eng.ref(s)})',
                            lambda get: "" if get(eng) == sf.DEFAULT_ENGINE else get(eng)),
-            "headroom": inp["IP_Headroom"]}
+            "headroom": inp["IP_Headroom"],
+            "spare": Lit(0)}     # the calculation sheet sizes the copies the traffic needs, no spare copy (yet)
 
 
 def _serving(book: Book, ws, row, inp: dict, calc: dict) -> tuple[C, str]:

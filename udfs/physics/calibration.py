@@ -30,3 +30,7 @@ USABLE_MEMORY_FRACTION = 0.90
 SERVING_OVERHEAD_GIB = 1.5
 # Training: framework overhead per GPU (CUDA context, allocator fragmentation) in GiB.
 TRAINING_OVERHEAD_GIB = 1.0
+
+# One hand-off between servers (us), over each GPU's NIC (training.NETWORK_GBS_PER_GPU): NCCL send/recv
+# of a small message across InfiniBand measures ~5-10 us in nccl-tests (the wire and switch add ~1 us); the upper end is taken.
+NETWORK_HOP_US = 10.0

@@ -23,15 +23,17 @@ import math
 from dataclasses import dataclass
 
 from . import calibration as cal
-from . import defaults, serving
+from . import defaults, queueing, serving
 from .arch import kv_cache_bytes
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..catalogs.engines import Engine, engine as engine_profile
 from ..errors import FlopsheetError, MissingFigure, num_error
 from .shape import kv_layer_tokens
+from .training import NETWORK_GBS_PER_GPU
 from ..units import GIB, TB
 
 HOP_US = {"nvlink": 10.0, "pcie": 30.0}   # hand-off between pipeline stages (one activation row)
+SERVER_TP = 8        # tensor parallel stays within a server: 8 GPUs on an HGX/DGX board, the most TP_CHOICES tries
 
 
 class NoFit(FlopsheetError):
@@ -99,6 +101,30 @@ def _split(eng: Engine, n_gpus: int) -> int:
     return n_gpus if eng.multi_gpu == "tensor" else 1
 
 
+def layout(gpu: Gpu, eng: Engine, n_gpus: int) -> tuple[int, int]:
+    """(tensor-parallel GPUs, pipeline stages) of a copy on `n_gpus`: tensor parallel within one
+    server (up to SERVER_TP GPUs, or the whole NVLink domain of a rack-scale system such as an
+    NVL72); a copy larger than that is a pipeline of servers, SERVER_TP GPUs a stage, joined by
+    the network between servers (training.NETWORK_GBS_PER_GPU)."""
+    if n_gpus <= SERVER_TP or eng.multi_gpu != "tensor":
+        return _split(eng, n_gpus), 1
+    domain = int(gpu.need("system_gpus", f"a copy on {n_gpus} GPUs (GPUs one NVLink domain holds)"))
+    tp = n_gpus if domain >= n_gpus else SERVER_TP
+    if n_gpus % tp:
+        raise num_error(f"a copy on {n_gpus} GPUs: give a multiple of {tp} (GPUs per server), one pipeline "
+                        f"stage a server")
+    return tp, n_gpus // tp
+
+
+def _stage_hops_s(model: Model, tokens: float, stages: int) -> float:
+    """The hand-offs of one pipeline round between servers: `stages` sends (the last back to the
+    first for the next token) of the tokens' 16-bit activations over each GPU's network link."""
+    if stages <= 1:
+        return 0.0
+    send = tokens * model.dim("hidden") * 2 / (NETWORK_GBS_PER_GPU * 1e9)
+    return stages * (cal.NETWORK_HOP_US * 1e-6 + send)
+
+
 def _experts(model: Model) -> tuple[float, float, float]:
     """(parameters per expert over all MoE layers, experts, experts per token); zeros if dense."""
     if not model.expert_params:
@@ -131,7 +157,8 @@ def _allreduce_s(model: Model, gpu: Gpu, n_gpus: int, tokens: float) -> float:
 
 
 def _overhead_s(model: Model, gpu: Gpu, eng: Engine, n_gpus: int) -> float:
-    fixed = eng.step_overhead_us + model.dim("layers") * eng.layer_overhead_us
+    stages = layout(gpu, eng, n_gpus)[1]      # each stage runs a step per micro-batch
+    fixed = stages * eng.step_overhead_us + model.dim("layers") * eng.layer_overhead_us
     if eng.multi_gpu != "tensor" and n_gpus > 1:
         fixed += (n_gpus - 1) * HOP_US[_link(gpu, n_gpus)]
     return fixed * 1e-6
@@ -169,7 +196,8 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
                  kv_precision: Precision | str, eng: Engine) -> Step:
     """decode_step for a deployment already checked to fit."""
     split = _split(eng, n_gpus)
-    bandwidth = _bandwidth(gpu, precision, eng)
+    tp, stages = layout(gpu, eng, n_gpus)
+    bandwidth = _bandwidth(gpu, precision, eng) / stages   # each micro-batch re-reads its stage's weights
     matmul = _decode_flops(gpu, precision, eng, batch)
     width = precision.bytes_per_param
 
@@ -183,11 +211,12 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
 
     # KV cache by attention layout: global layers read the whole context, local (sliding or
     # chunked) layers at most their window; MLA one latent vector (arch.kv_cache_bytes)
-    kv_bytes = kv_cache_bytes(model, context, batch, kv_precision) * _kv_replication(model, split) / split
+    kv_bytes = kv_cache_bytes(model, context, batch, kv_precision) * kv_share(model, n_gpus, eng) * n_gpus / split
     attn_flops = 4 * model.dim("heads") * model.head_size * kv_layer_tokens(model, context) * batch / split
     attn_rate = _decode_flops(gpu, None, eng, batch)
     attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / attn_rate)
-    return Step(weights, attention, _allreduce_s(model, gpu, split, batch), _overhead_s(model, gpu, eng, n_gpus))
+    links = _allreduce_s(model, gpu, tp, batch / stages) + _stage_hops_s(model, batch / stages, stages)
+    return Step(weights, attention, links, _overhead_s(model, gpu, eng, n_gpus))
 
 
 def prefill_flops(model: Model, prompt_tokens: float, batch: float = 1) -> float:
@@ -201,10 +230,12 @@ def prefill_compute_s(model: Model, gpu: Gpu, precision: Precision | str, prompt
                       n_gpus: int, eng: Engine) -> float:
     """Compute-bound part of a prefill (what it adds to a step that reads the weights anyway)."""
     split = _split(eng, n_gpus)
+    tp, stages = layout(gpu, eng, n_gpus)
     precision = as_precision(precision)
     rate = _flops(gpu, precision, eng, "prefill")
     return prefill_flops(model, prompt_tokens, batch) / split / rate \
-        + _allreduce_s(model, gpu, split, prompt_tokens * batch)
+        + (_allreduce_s(model, gpu, tp, prompt_tokens * batch) + _stage_hops_s(model, prompt_tokens * batch, stages)) \
+        / stages
 
 
 def prefill_seconds(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
@@ -223,10 +254,11 @@ def _prefill_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: floa
                eng: Engine) -> float:
     """prefill_seconds for a deployment already checked to fit."""
     split = _split(eng, n_gpus)
+    stages = layout(gpu, eng, n_gpus)[1]      # a lone prompt passes the stages one after another
     tokens = prompt_tokens * batch
     chunks = max(1, math.ceil(tokens / eng.max_num_tokens)) if eng.max_num_tokens else 1
-    compute = prefill_compute_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng)
-    reads = chunks * serving.weight_bytes(model, precision) / split / _bandwidth(gpu, precision, eng)
+    compute = prefill_compute_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng) * stages
+    reads = chunks * serving.weight_bytes(model, precision) / split * stages / _bandwidth(gpu, precision, eng)
     return max(compute, reads) + chunks * _overhead_s(model, gpu, eng, n_gpus)
 
 
@@ -263,7 +295,7 @@ def _fixed_gib(model: Model, precision: Precision | str, n_gpus: int, eng: Engin
 
 def kv_share(model: Model, n_gpus: int, eng: Engine) -> float:
     """Share of a sequence's KV cache each GPU holds: 1/n, more where KV heads are replicated."""
-    return _kv_replication(model, _split(eng, n_gpus)) / n_gpus
+    return _kv_replication(model, min(_split(eng, n_gpus), SERVER_TP)) / n_gpus   # replicated within a stage
 
 
 def kv_per_sequence_gib(model: Model, tokens: float, n_gpus: int, kv_precision: Precision | str, eng: Engine) -> float:
@@ -349,6 +381,12 @@ def _ttft_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> fl
     return _prefill_s(model, gpu, precision, prompt, 1, n_gpus, eng) + step
 
 
+def _latency_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
+    """A whole request with no queue: its first token, then the other tokens one step each."""
+    return _ttft_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) \
+        + (output - 1) * _tpot_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch)
+
+
 def _largest(limit: int, ok) -> int:
     """Largest batch in [1, limit] for which ok(batch) holds (ok is monotone: true then false)."""
     lo, hi = 1, limit
@@ -362,9 +400,11 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
                   prompt_tokens: float = defaults.PROMPT_TOKENS, output_tokens: float = defaults.OUTPUT_TOKENS,
                   n_gpus: int = 1, max_tpot_ms: float | None = None,
                   eng: Engine | str | None = None, kv_precision: Precision | str | None = None,
-                  max_ttft_ms: float | None = None, batch: int | None = None) -> ServingPoint:
-    """The largest batch that fits (and meets the latency targets), and what it delivers;
-    `batch` fixes the batch instead (an override: #NUM! when it does not fit)."""
+                  max_ttft_ms: float | None = None, batch: int | None = None,
+                  max_latency_ms: float | None = None) -> ServingPoint:
+    """The largest batch that fits (and meets the latency targets: TPOT, TTFT, and the whole
+    request, TTFT + the other tokens x TPOT, with no queue), and what it delivers; `batch` fixes
+    the batch instead (an override: #NUM! when it does not fit)."""
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
     if n_gpus < 1:
@@ -384,7 +424,8 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
         batch, limited = int(batch), "batch given"
     else:
         batch, limited = (fits, "KV cache") if not cap or fits <= cap else (cap, "engine batch cap")
-    for target, latency, what in ((max_tpot_ms, _tpot_s, "TPOT"), (max_ttft_ms, _ttft_s, "TTFT")):
+    for target, latency, what in ((max_tpot_ms, _tpot_s, "TPOT"), (max_ttft_ms, _ttft_s, "TTFT"),
+                                  (max_latency_ms, _latency_s, "latency")):
         if target is None:
             continue
         if target <= 0:
@@ -404,32 +445,83 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
 # ---------------------------------------------------------------------------- traffic
 
 TP_CHOICES = (1, 2, 4, 8)
+SPAN_CHOICES = (16, 32, 64)     # copies over 2, 4, 8 servers: tried only when no one-server group holds the model
 
 
 @dataclass(frozen=True)
 class TrafficPlan:
-    copies: int
+    copies: int                # every copy, spares included
     n_gpus: int                # GPUs per copy
     gpus: int
     demand_tokens_per_sec: float   # with headroom
     point: ServingPoint        # the operating point of each copy
-    utilization: float         # demand / capacity of the copies
+    utilization: float         # demand / capacity of the copies the traffic needs (spares excluded)
+    spare_copies: int = 0      # copies beyond the traffic's: one may be down while the rest meet the targets
+    wait_ms: float = 0.0       # wait for a free slot at the percentile (queueing; spares not counted)
+    latency_ms: float = 0.0    # at the percentile: wait + time to first token + the other tokens x TPOT
+    percentile: float = defaults.LATENCY_PERCENTILE
+
+    @property
+    def ttft_ms(self) -> float:
+        """Time to first token at the percentile: the queueing wait, then the prefill and a step."""
+        return self.wait_ms + self.point.ttft_ms
+
+
+def spare_copies(needed: int, spare: float = defaults.SPARE) -> int:
+    """Spare copies: `spare` copies when it is a whole number (1: N+1), a share of the needed
+    copies rounded up when it is below 1 (0.1: 10%)."""
+    if spare < 0 or (spare >= 1 and spare != int(spare)):
+        raise num_error(f"spare must be a whole number of copies (1: N+1) or a share below 100% (e.g. 10%), "
+                        f"got {spare:g}")
+    return int(spare) if spare >= 1 else math.ceil(needed * spare - 1e-9)
 
 
 def gpus_for_traffic(model: Model, gpu: Gpu, requests_per_minute: float, prompt_tokens: float,
                      output_tokens: float, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None,
                      precision: Precision | str = "bf16", n_gpus: int | None = None, eng: Engine | str | None = None,
-                     headroom: float = defaults.HEADROOM, batch: int | None = None) -> TrafficPlan:
+                     headroom: float = defaults.HEADROOM, batch: int | None = None, spare: float = defaults.SPARE,
+                     max_latency_s: float | None = None,
+                     percentile: float = defaults.LATENCY_PERCENTILE) -> TrafficPlan:
     """Model copies (and GPUs) that serve `requests_per_minute` at the latency targets, with
-    burst headroom on top of the average (1 + headroom, as TOKENS_PER_SEC_NEEDED). Without
-    `n_gpus`, the tensor-parallel size among 1, 2, 4, 8 that needs the fewest GPUs."""
+    burst headroom on top of the average (1 + headroom, as TOKENS_PER_SEC_NEEDED) and `spare`
+    copies on top of those. Without `n_gpus`, the tensor-parallel size among 1, 2, 4, 8 that needs
+    the fewest GPUs (a copy over 2, 4 or 8 servers when none of those holds the model)."""
     if requests_per_minute <= 0:
         raise num_error("requests_per_minute must be > 0")
     if headroom < 0:
         raise num_error("headroom must be >= 0, e.g. 20%")
     demand = requests_per_minute / 60 * output_tokens * (1 + headroom)
     return plan_for_demand(model, gpu, demand, prompt_tokens, output_tokens, max_tpot_ms, max_ttft_ms,
-                           precision, n_gpus, eng, batch)
+                           precision, n_gpus, eng, batch, spare, max_latency_s, percentile)
+
+
+def _queue_plan(n: int, point: ServingPoint, demand: float, output_tokens: float, spare: float,
+                max_ttft_ms: float | None, max_latency_ms: float | None, percentile: float) -> TrafficPlan:
+    """Copies for the demand: enough capacity, then more until the wait for a slot at the
+    percentile (queueing.wait_percentile_s over copies x batch slots, each held output x TPOT)
+    keeps time to first token and the whole request within their targets; then the spares."""
+    arrivals, hold = demand / output_tokens, output_tokens * point.tpot_ms / 1000
+    rest_ms = point.ttft_ms + (output_tokens - 1) * point.tpot_ms
+
+    def wait_ms(copies: int) -> float:
+        return queueing.wait_percentile_s(arrivals, copies * point.batch, hold, percentile) * 1000
+
+    def ok(copies: int) -> bool:
+        w = wait_ms(copies)
+        return math.isfinite(w) and (max_ttft_ms is None or w + point.ttft_ms <= max_ttft_ms) \
+            and (max_latency_ms is None or w + rest_ms <= max_latency_ms)
+
+    low = copies_for(demand, point.tokens_per_sec)
+    high = low
+    while not ok(high):                 # the wait falls to 0 as copies are added, so this ends
+        low, high = high + 1, high * 2
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if ok(mid) else (mid + 1, high)
+    extra = spare_copies(high, spare)
+    w = wait_ms(high)
+    return TrafficPlan(high + extra, n, (high + extra) * n, demand, point, demand / (high * point.tokens_per_sec),
+                       extra, w, w + rest_ms, percentile)
 
 
 def copies_for(demand_tokens_per_sec: float, tokens_per_sec: float) -> int:
@@ -440,28 +532,38 @@ def copies_for(demand_tokens_per_sec: float, tokens_per_sec: float) -> int:
 def plan_for_demand(model: Model, gpu: Gpu, demand_tokens_per_sec: float, prompt_tokens: float,
                     output_tokens: float, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None,
                     precision: Precision | str = "bf16", n_gpus: int | None = None, eng: Engine | str | None = None,
-                    batch: int | None = None) -> TrafficPlan:
-    """Copies for a demand in output tokens/s, headroom included (0: one copy)."""
+                    batch: int | None = None, spare: float = defaults.SPARE, max_latency_s: float | None = None,
+                    percentile: float = defaults.LATENCY_PERCENTILE) -> TrafficPlan:
+    """Copies for a demand in output tokens/s, headroom included (0: one copy), at the latency
+    targets: TPOT per copy; time to first token and the whole request (`max_latency_s`) at the
+    percentile, the queueing wait included; plus the spare copies."""
     if demand_tokens_per_sec < 0:
         raise num_error("the demand must be >= 0 tokens/s")
+    if not 0 < percentile < 1:
+        raise num_error(f"percentile must be between 0 and 100% (exclusive), got {percentile:g}")
+    spare_copies(1, spare)                  # refuse a bad spare before any sizing
     eng = engine_profile(eng, gpu)          # once, for every group size tried
-    plans, failures = [], []
-    for n in ((n_gpus,) if n_gpus else TP_CHOICES):
-        try:
-            point = serving_point(model, gpu, precision, prompt_tokens, output_tokens, n, max_tpot_ms,
-                                  eng, None, max_ttft_ms, batch)
-        except (NoFit, TooSlow) as exc:      # on n GPUs; a wider group may still do
-            failures.append(exc)
-            continue
-        except MissingFigure as gap:         # the search cannot compare groups it cannot estimate
-            if n_gpus:
-                raise
-            raise MissingFigure(gap.figure, gap.subject, f"{gap.needed_for} (sizing compares groups of "
-                                f"{', '.join(map(str, TP_CHOICES))} GPUs per copy; give n_gpus to size one)",
-                                gap.how) from None
-        copies = copies_for(demand_tokens_per_sec, point.tokens_per_sec)
-        plans.append(TrafficPlan(copies, n, copies * n, demand_tokens_per_sec, point,
-                                 demand_tokens_per_sec / (copies * point.tokens_per_sec)))
+    latency_ms = max_latency_s * 1000 if max_latency_s else None
+    plans: list[TrafficPlan] = []
+    failures: list[FlopsheetError] = []
+    for sizes in (((n_gpus,),) if n_gpus else (TP_CHOICES, SPAN_CHOICES)):
+        for n in sizes:
+            try:
+                point = serving_point(model, gpu, precision, prompt_tokens, output_tokens, n, max_tpot_ms,
+                                      eng, None, max_ttft_ms, batch, latency_ms)
+            except (NoFit, TooSlow) as exc:      # on n GPUs; a wider group may still do
+                failures.append(exc)
+                continue
+            except MissingFigure as gap:         # the search cannot compare groups it cannot estimate
+                if n_gpus:
+                    raise
+                raise MissingFigure(gap.figure, gap.subject, f"{gap.needed_for} (sizing compares groups of "
+                                    f"{', '.join(map(str, sizes))} GPUs per copy; give n_gpus to size one)",
+                                    gap.how) from None
+            plans.append(_queue_plan(n, point, demand_tokens_per_sec, output_tokens, spare, max_ttft_ms,
+                                     latency_ms, percentile))
+        if plans or any(isinstance(f, TooSlow) for f in failures):
+            break                                # a copy spans servers only when no server holds the model
     if not plans:       # the widest group's reason; a latency failure says more than a fit failure
         raise next((f for f in reversed(failures) if isinstance(f, TooSlow)), failures[-1])
     return min(plans, key=lambda p: (p.gpus, p.n_gpus))

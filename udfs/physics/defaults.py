@@ -25,6 +25,12 @@ OUTPUT_TOKENS = 256
 # Burst headroom over the average traffic: the lesson's Q4 ("with 20% burst headroom: plan for
 # 4,000 tokens/sec" for 3,333 average).
 HEADROOM = 0.2
+# Spare model copies beyond those the traffic needs (N+1): one copy may be down for a failure or a
+# rolling update while the rest still meet the latency target - the usual redundancy rule for a
+# served fleet. A share below 1 (e.g. 0.1) means that share of the copies, rounded up.
+SPARE = 1
+# The percentile a latency target holds at: the lesson's Q4 states its target as "p95 latency".
+LATENCY_PERCENTILE = 0.95
 # Tokens held per sequence in the KV cache: the lesson's KV-cache example (70B model, 32
 # concurrent requests with a 4,096-token context), also Llama 2's context length.
 CONTEXT_TOKENS = 4096
@@ -51,6 +57,8 @@ ARGUMENTS = {
     "PROMPT_TOKENS": ("prompt_tokens", "prompt_tokens_per_request"),
     "OUTPUT_TOKENS": ("output_tokens", "output_tokens_per_request"),
     "HEADROOM": ("headroom",),
+    "SPARE": ("spare",),
+    "LATENCY_PERCENTILE": ("percentile",),
     "CONTEXT_TOKENS": ("context",),
     "BANDWIDTH_EFFICIENCY": ("efficiency",),
     "SEQ_LEN": ("seq_len",),

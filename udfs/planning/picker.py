@@ -10,7 +10,9 @@ do not fit one GPU, the model must be sharded and the GPUs need an NVLink-class 
 run on one GPU per replica. Serving is sized by the serving-capacity model
 (capacity.plan_for_demand, as GPUS_FOR_TRAFFIC): each copy runs at the largest batch its KV
 cache holds under the engine's rules and the latency target allows, on the tensor-parallel
-group (1, 2, 4, 8 GPUs) that needs the fewest GPUs for the traffic.
+group (1, 2, 4, 8 GPUs; a copy over servers when none holds the model) that needs the fewest GPUs
+for the traffic, with copies added until the p95 wait for a free slot keeps the latency target,
+and one spare copy (N+1).
 
 Counts are what is sold: owned options are whole systems (`system_gpus`: an 8-GPU HGX board, a
 72-GPU NVL72 rack, one PCIe card), cloud options whole instances (the cheapest price row's
@@ -57,6 +59,7 @@ class ServingShape:
     output_tokens: float = defaults.OUTPUT_TOKENS
     engine: Engine | str | None = None
     batch: int | None = None
+    max_latency_s: float | None = None   # a whole request at the p95, queueing included (None: no target)
 
 
 @dataclass
@@ -80,6 +83,10 @@ class Option:
     capex: float | None = None            # owned: systems + network, paid up front
     up_front: float | None = None         # cash up front: owned capex; a cloud training job's rent
     monthly_cash: float | None = None     # cash a month: owned data-centre month; cloud rent while running
+    sized_copies: int | None = None       # serving: the plan's copies, spares included, before whole systems
+    spare_copies: int | None = None       # serving: copies beyond the traffic's (N+1), in the count
+    ttft_p95_ms: float | None = None      # serving: time to first token at the p95, the queueing wait included
+    latency_p95_s: float | None = None    # serving: a whole request at the p95, the queueing wait included
     gpu_row: Gpu = field(kw_only=True, repr=False, compare=False)   # the GPU itself (never looked up again)
     evidence: evidence.Evidence | None = field(default=None, kw_only=True, repr=False, compare=False)
     to_verify: str = field(default="", kw_only=True)   # the measurement that would verify it (unverified only)
@@ -280,18 +287,24 @@ def _serving_option(gpu, model, precision, shape: ServingShape, traffic, min_tps
     max_tpot_ms = 1000 / min_tps if min_tps else None
     try:
         plan = capacity.plan_for_demand(model, gpu, traffic, shape.prompt_tokens, shape.output_tokens, max_tpot_ms,
-                                        None, precision, None, resolve.engine(shape.engine, gpu), shape.batch)
+                                        None, precision, None, resolve.engine(shape.engine, gpu), shape.batch,
+                                        max_latency_s=shape.max_latency_s)
     except capacity.NoFit as no:             # the widest group's figures
-        return _fail(option, Status.NO_FIT, max_per_copy=TP_SIZES[-1], need=capacity.gib_text(no.need_gib),
+        return _fail(option, Status.NO_FIT, max_per_copy=capacity.SPAN_CHOICES[-1], need=capacity.gib_text(no.need_gib),
                      usable=no.usable_gib,
                      gpu=gpu.name)
     except capacity.TooSlow as slow:
         option.fits = True
+        if slow.what == "latency":           # the whole request, even alone: tokens over its best time
+            return _fail(option, Status.TOO_SLOW, tokens_per_sec=shape.output_tokens / slow.best_ms * 1000,
+                         needed=shape.output_tokens / given(shape.max_latency_s, "the latency target"))
         return _fail(option, Status.TOO_SLOW, tokens_per_sec=1000 / slow.best_ms, needed=min_tps)
     point = plan.point
     option.fits, option.count = True, plan.gpus
     option.tokens_per_sec = plan.copies * point.tokens_per_sec
     option.gpus_per_copy, option.batch, option.per_request_tps = plan.n_gpus, point.batch, 1000 / point.tpot_ms
+    option.spare_copies, option.ttft_p95_ms, option.latency_p95_s = plan.spare_copies, plan.ttft_ms, plan.latency_ms / 1000
+    option.sized_copies = plan.copies
     if rate is None:
         return _fail(option, Status.NO_PRICE, basis=basis)
     served = traffic or option.tokens_per_sec
@@ -331,16 +344,20 @@ def rank(workload: str, model_or_params: Model | float, precision: Precision | s
          batch: int | None = None, price_basis: str = "auto", min_tokens_per_sec: float = 0.0,
          prompt_tokens: float = defaults.PROMPT_TOKENS, output_tokens: float = defaults.OUTPUT_TOKENS, engine=None,
          tiers: str | tuple = "datacenter", capex_budget_usd: float | None = None,
-         monthly_budget_usd: float | None = None, include_unverified: bool = False) -> list[Option]:
+         monthly_budget_usd: float | None = None, include_unverified: bool = False,
+         max_latency_s: float | None = None) -> list[Option]:
     """Every catalog GPU's option, best first. Serving: `tokens_or_traffic` is output tokens/s
     (headroom included), `batch` an optional override, `min_tokens_per_sec` the speed each
     request needs (a TPOT limit of 1000 / it ms). `tiers`: the GPU tiers the deployment may use
     (others are sized and priced, and fail with the reason). The budgets are cash (Budget);
     `budget_usd` is the capex budget of a job, the monthly budget of a service. An option no
-    measurement backs fails as unverified unless `include_unverified`."""
+    measurement backs fails as unverified unless `include_unverified`. `max_latency_s`: a whole
+    request at the p95, the wait for a free slot included (capacity.plan_for_demand); every plan
+    has a spare copy (N+1)."""
     model, precision, allowed = resolve.model(model_or_params), as_precision(precision), parse_tiers(tiers)
     budget = Budget.of(workload, budget_usd, capex_budget_usd, monthly_budget_usd)
-    shape = ServingShape(prompt_tokens, output_tokens, engine or None, int(batch) if batch else None)
+    shape = ServingShape(prompt_tokens, output_tokens, engine or None, int(batch) if batch else None,
+                         max_latency_s or None)
     options = []
     for gpu in catalog.gpus():
         try:

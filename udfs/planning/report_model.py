@@ -343,7 +343,8 @@ def count_sentence(sc: Scenario, r: Row | None) -> str:
     copies = r.count // r.gpus_per_copy
     per_copy = r.capacity_tps / copies
     needed = _known(sc.traffic_tokens_per_sec, "the traffic")
-    copies_needed = max(1, math.ceil(needed / per_copy - 1e-9))
+    spare = r.spare_copies or 0
+    for_tokens = copies_needed = max(1, math.ceil(needed / per_copy - 1e-9))
     head = (f"Why {r.count:,} GPU{'s' if r.count > 1 else ''}: {needed:,.0f} output tokens/s to provision "
             f"({sc.requests_per_minute:,.0f} "
             f"requests/min x {sc.output_tokens_per_request:g} tokens / 60 x (1 + {sc.headroom:.0%} headroom)). One "
@@ -353,9 +354,18 @@ def count_sentence(sc: Scenario, r: Row | None) -> str:
     if sc.p95_latency_s:
         head += f" (>= {sc.min_tokens_per_sec:,.1f} needed for {sc.output_tokens_per_request:g} tokens in " \
                 f"{sc.p95_latency_s:g} s)"
-    head += (f". {needed:,.0f} / {per_copy:,.0f} = {needed / per_copy:,.2f}, so {copies_needed} "
-             f"cop{'ies' if copies_needed > 1 else 'y'} x {r.gpus_per_copy} = {copies_needed * r.gpus_per_copy} "
-             f"GPU{'s' if copies_needed * r.gpus_per_copy > 1 else ''}")
+    head += f". {needed:,.0f} / {per_copy:,.0f} = {needed / per_copy:,.2f}, so {for_tokens} cop{'ies' if for_tokens > 1 else 'y'}"
+    if r.spare_copies is not None:
+        serving = _serving_copies(r, for_tokens)
+        if serving > for_tokens:
+            head += f"; {serving} so that the p95 wait for a free slot keeps the latency target"
+        head += f"; + {spare} spare cop{'ies' if spare != 1 else 'y'} (N+{spare}) for failures and rolling updates"
+        copies_needed = serving + spare
+    head += f": {copies_needed} x {r.gpus_per_copy} = {copies_needed * r.gpus_per_copy} " \
+            f"GPU{'s' if copies_needed * r.gpus_per_copy > 1 else ''}"
+    if r.ttft_p95_ms is not None and r.latency_p95_s is not None:
+        head += (f". At the p95 (the queueing wait included, one copy down): {r.ttft_p95_ms / 1000:,.2f} s to the first "
+                 f"token, {r.latency_p95_s:,.1f} s for the whole request")
     if r.purchase_unit and copies_needed * r.gpus_per_copy != r.count:
         head += (f"; {'bought as whole' if r.basis == 'owned' else 'rented as whole'} {r.purchase_unit}-GPU "
                  f"{'systems' if r.basis == 'owned' else 'instances'}: {r.count:,} GPUs ({copies} copies, "
@@ -363,6 +373,11 @@ def count_sentence(sc: Scenario, r: Row | None) -> str:
     elif copies_needed != copies:
         head += f"; {r.count:,} GPUs as set in the scenario ({copies} copies, {r.capacity_tps:,.0f} tokens/s)"
     return head + "."
+
+
+def _serving_copies(r: Row, for_tokens: int) -> int:
+    """Copies the plan serves with (spares apart): the sized count before any whole-system rounding."""
+    return max(for_tokens, (r.sized_copies or for_tokens + (r.spare_copies or 0)) - (r.spare_copies or 0))
 
 
 def _finite(v):
@@ -380,6 +395,9 @@ class ServingFigures:
     batch: int | None
     tokens_per_sec_per_request: float | None
     seconds_per_request: float | None
+    spare_copies: int | None
+    ttft_p95_s: float | None
+    latency_p95_s: float | None
 
 
 @dataclass(frozen=True)
@@ -484,7 +502,9 @@ def option_summary(sc: Scenario, r: Row) -> OptionSummary:
     figures: ServingFigures | TrainingFigures = (
         ServingFigures(cost_per_1m_output_tokens_usd=r.cost_per_1m, capacity_output_tokens_per_sec=r.capacity_tps,
                        gpus_per_copy=r.gpus_per_copy, batch=r.batch,
-                       tokens_per_sec_per_request=r.per_request_tps, seconds_per_request=r.seconds_per_request)
+                       tokens_per_sec_per_request=r.per_request_tps, seconds_per_request=r.seconds_per_request,
+                       spare_copies=r.spare_copies, ttft_p95_s=r.ttft_p95_ms / 1000 if r.ttft_p95_ms is not None
+                       else None, latency_p95_s=r.latency_p95_s)
         if sc.serving else TrainingFigures(total_cost_usd=r.total_cost, days=r.days, gpu_hours=r.gpu_hours,
                                            scale_out_efficiency=r.scale_efficiency))
     span = r.cost_range

@@ -54,6 +54,10 @@ class Row:
     batch: int | None = None                 # serving: sequences each copy runs at once
     purchase_unit: int | None = None         # GPUs per system (owned) or instance (cloud): the count is a multiple
     scale_efficiency: float | None = None    # training: share of the time computing (the all-reduce is the rest)
+    sized_copies: int | None = None          # serving: the plan's copies, spares included, before whole systems
+    spare_copies: int | None = None          # serving: copies beyond the traffic's (N+1), in the count
+    ttft_p95_ms: float | None = None         # serving: time to first token at the p95, queueing wait included
+    latency_p95_s: float | None = None       # serving: a whole request at the p95, queueing wait included
     rank: int | None = None
     gpu_row: catalog.Gpu = field(kw_only=True, repr=False, compare=False)   # the GPU (never looked up again)
     evidence: Evidence | None = field(default=None, kw_only=True, repr=False, compare=False)   # the picker's
@@ -216,7 +220,8 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
         ranked = picker.rank(sc.kind, model, sc.precision, sc.objective, None, sc.deadline_days, sized, sc.batch,
                              basis, sc.min_tokens_per_sec if efficiency == 1.0 else sc.min_tokens_per_sec / efficiency,
                              sc.prompt_tokens_per_request, sc.output_tokens_per_request or defaults.OUTPUT_TOKENS, sc.engine,
-                             sc.tiers, include_unverified=True)
+                             sc.tiers, include_unverified=True,
+                             max_latency_s=sc.p95_latency_s * efficiency if sc.p95_latency_s else None)
         for opt in ranked:
             if opt.gpu not in names or (only and only[0] != opt.gpu):
                 continue
@@ -341,6 +346,9 @@ def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: floa
             continue
         r.capacity_tps = per_copy_true * copies
         r.gpus_per_copy, r.batch = tp, opt.batch
+        if c == opt.count:                     # the plan's own copies: its spare and its queue
+            r.spare_copies, r.ttft_p95_ms, r.latency_p95_s = opt.spare_copies, opt.ttft_p95_ms, opt.latency_p95_s
+            r.sized_copies = opt.sized_copies
         r.per_request_tps = opt.per_request_tps * efficiency
         r.seconds_per_request = sc.traffic()[1] / r.per_request_tps
         if opt.status is Status.TOO_SLOW or (c == opt.count and opt.status not in PRICE_VERDICTS):

@@ -5,7 +5,7 @@ the batch and latencies at that operating point, and the GPUs a traffic level ne
 from dataclasses import replace
 
 from ...catalogs import catalog
-from ...physics import capacity, curve, evidence
+from ...physics import capacity, curve, defaults, evidence
 from ...catalogs.engines import DEFAULT_ENGINE_TEXT
 from ..registry import Arg, worksheet
 from ..table import Table
@@ -68,34 +68,49 @@ def serving_latency_ms(model, gpu, precision, prompt_tokens, output_tokens, n_gp
     return point.tpot_ms if part == "tpot" else point.ttft_ms
 
 
-TRAFFIC_PARTS = ("gpus", "copies", "gpus_per_copy", "batch", "tokens_per_sec_per_copy")
+TRAFFIC_PARTS = ("gpus", "copies", "gpus_per_copy", "batch", "tokens_per_sec_per_copy", "spare_copies",
+                 "wait_ms", "ttft_ms", "latency_ms")
+SPARE = Arg("spare", "number", "Spare model copies on top of those the traffic needs, for failures and rolling "
+            "updates: a whole number (default 1: N+1) or a share below 100% such as \"10%\" (rounded up to whole "
+            "copies)", "copies or share", default=defaults.SPARE, min=0)
+MAX_LATENCY = positive("max_latency_s", "Latency target for a whole request at the percentile: the wait for a free "
+                       "slot (queueing), time to first token and the other tokens (blank: none)", "s", default="")
+PERCENTILE = Arg("percentile", "number", "The percentile the TTFT and latency targets hold at (default 95%)", "share",
+                 default=defaults.LATENCY_PERCENTILE, min=0, max=1, min_open=True, max_open=True)
 
 
 @worksheet("GPUS_FOR_TRAFFIC", "GPUs to serve a traffic level: requests/min / 60 x output tokens x (1 + headroom), "
            "divided by SERVING_THROUGHPUT of one copy at the latency targets, rounded up to whole copies. Blank n_gpus "
-           "tries tensor-parallel groups of 1, 2, 4 and 8 GPUs and keeps the one needing the fewest GPUs. part = "
-           "gpus (default), copies, gpus_per_copy, batch or tokens_per_sec_per_copy. estimate = low / high: GPUs "
+           "tries tensor-parallel groups of 1, 2, 4 and 8 GPUs and keeps the one needing the fewest GPUs (copies "
+           "over 2, 4 or 8 servers, pipeline stages joined by the network, when no server holds the model). More "
+           "copies are added until the wait for a free slot at the percentile (Erlang C with the Allen-Cunneen "
+           "correction) keeps max_ttft_ms and max_latency_s, then the spare copies (default N+1). part = "
+           "gpus (default), copies (spares included), gpus_per_copy, batch, tokens_per_sec_per_copy, spare_copies, "
+           "wait_ms, ttft_ms or latency_ms (at the percentile, queueing included). estimate = low / high: GPUs "
            "and copies at the P10 / P90 of the regime's measured throughput error (the copy's throughput high / "
-           "low; ESTIMATE_EVIDENCE), same GPUs per copy and batch.", "GPUs", "Serving",
+           "low; ESTIMATE_EVIDENCE), same GPUs per copy, batch, queueing extra and spares.", "GPUs", "Serving",
            [MODEL, GPU, positive("requests_per_minute", "Requests per minute at the peak", "requests/min"),
             PROMPT, OUTPUT, MAX_TPOT, MAX_TTFT, PRECISION, N_GPUS_AUTO, ENGINE, HEADROOM,
-            Arg("part", "choice", "What to return", choices=TRAFFIC_PARTS, default="gpus"), ESTIMATE],
-           examples=[(("Llama 3.1 8B", "H100", 1000, 1024, 256, 50, "", "fp8"), 1),
-                     (("Llama 3.3 70B", "H100", 1000, 2048, 512, 50), 20),
+            Arg("part", "choice", "What to return", choices=TRAFFIC_PARTS, default="gpus"), ESTIMATE, SPARE,
+            MAX_LATENCY, PERCENTILE],
+           examples=[(("Llama 3.1 8B", "H100", 1000, 1024, 256, 50, "", "fp8"), 2),
+                     (("Llama 3.3 70B", "H100", 1000, 2048, 512, 50), 24),
                      (("Llama 3.3 70B", "H100", 1000, 2048, 512, 50, "", "bf16", "", "", 0.2, "gpus_per_copy"), 4)], kind="count")
 def gpus_for_traffic(model, gpu, requests_per_minute, prompt_tokens, output_tokens, max_tpot_ms, max_ttft_ms,
-                     precision, n_gpus, engine, headroom, part, estimate):
+                     precision, n_gpus, engine, headroom, part, estimate, spare, max_latency_s, percentile):
     plan = capacity.gpus_for_traffic(model, gpu, requests_per_minute, prompt_tokens, output_tokens,
                                      max_tpot_ms or None, max_ttft_ms or None, precision, n_gpus or None,
-                                     engine or None, headroom)
+                                     engine or None, headroom, None, spare, max_latency_s or None, percentile)
     per_copy, copies = plan.point.tokens_per_sec, plan.copies
     if estimate != "point":     # fewer GPUs where the copy is faster: low GPUs = high throughput
         ev = evidence.for_option("throughput", model, gpu, precision, plan.n_gpus, engine)
         per_copy = ev.pick(per_copy, estimate)
-        copies = capacity.copies_for(plan.demand_tokens_per_sec, ev.pick(plan.point.tokens_per_sec,
-                                                                          "high" if estimate == "low" else "low"))
+        picked = ev.pick(plan.point.tokens_per_sec, "high" if estimate == "low" else "low")
+        copies += capacity.copies_for(plan.demand_tokens_per_sec, picked) \
+            - capacity.copies_for(plan.demand_tokens_per_sec, plan.point.tokens_per_sec)
     return {"gpus": copies * plan.n_gpus, "copies": copies, "gpus_per_copy": plan.n_gpus, "batch": plan.point.batch,
-            "tokens_per_sec_per_copy": per_copy}[part]
+            "tokens_per_sec_per_copy": per_copy, "spare_copies": plan.spare_copies, "wait_ms": plan.wait_ms,
+            "ttft_ms": plan.ttft_ms, "latency_ms": plan.latency_ms}[part]
 
 
 CURVE_PRICE = Arg("usd_per_gpu_hour", "number", "Price of one GPU-hour for the cost column (blank: the GPU's cheapest "
