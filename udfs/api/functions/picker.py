@@ -50,7 +50,8 @@ BUDGETS = [Arg("capex_budget_usd", "number", "Cash up front (blank = none): an o
            "ranked by cost or time, with the reason each wins or fails (does not fit, no NVLink for sharding, over "
            "budget (cash: capex up front, or rent and the data-centre month a month), misses the deadline, too "
            "slow for the latency target, a tier left out, unverified: no measurement in its regime, with the figure "
-           "that would verify it). Counts are whole systems (owned) or instances (cloud). cost_low and cost_high are "
+           "that would verify it). Counts are whole systems (owned) or instances (cloud); serving counts include one "
+           "spare model copy (N+1), as GPUS_FOR_TRAFFIC. cost_low and cost_high are "
            "the cost over its regime's P10..P90 measured error (ESTIMATE_EVIDENCE).",
            "table", "Picker",
            ARGS + SERVING_SHAPE + [TIERS] + BUDGETS + [INCLUDE_UNVERIFIED],
