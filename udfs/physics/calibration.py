@@ -31,6 +31,12 @@ SERVING_OVERHEAD_GIB = 1.5
 # Training: framework overhead per GPU (CUDA context, allocator fragmentation) in GiB.
 TRAINING_OVERHEAD_GIB = 1.0
 
-# One hand-off between servers (us), over each GPU's NIC (training.NETWORK_GBS_PER_GPU): NCCL send/recv
+# Between servers each GPU has its own 400 Gb/s NIC (50 GB/s one way): NVIDIA's DGX H100 and DGX
+# B200 datasheets list 8 x ConnectX-7 400 Gb/s (InfiniBand/Ethernet) for the compute fabric of
+# 8 GPUs; the HGX reference designs are built the same way. Training's gradient all-reduce and a
+# model copy spanning servers (its pipeline hand-offs) both cross it.
+NETWORK_GBS_PER_GPU = 50.0
+
+# One hand-off between servers (us), over each GPU's NIC (NETWORK_GBS_PER_GPU): NCCL send/recv
 # of a small message across InfiniBand measures ~5-10 us in nccl-tests (the wire and switch add ~1 us); the upper end is taken.
 NETWORK_HOP_US = 10.0

@@ -29,7 +29,6 @@ from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..catalogs.engines import Engine, engine as engine_profile
 from ..errors import FlopsheetError, MissingFigure, num_error
 from .shape import kv_layer_tokens
-from .training import NETWORK_GBS_PER_GPU
 from ..units import GIB, TB
 
 HOP_US = {"nvlink": 10.0, "pcie": 30.0}   # hand-off between pipeline stages (one activation row)
@@ -105,7 +104,7 @@ def layout(gpu: Gpu, eng: Engine, n_gpus: int) -> tuple[int, int]:
     """(tensor-parallel GPUs, pipeline stages) of a copy on `n_gpus`: tensor parallel within one
     server (up to SERVER_TP GPUs, or the whole NVLink domain of a rack-scale system such as an
     NVL72); a copy larger than that is a pipeline of servers, SERVER_TP GPUs a stage, joined by
-    the network between servers (training.NETWORK_GBS_PER_GPU)."""
+    the network between servers (cal.NETWORK_GBS_PER_GPU)."""
     if n_gpus <= SERVER_TP or eng.multi_gpu != "tensor":
         return _split(eng, n_gpus), 1
     domain = int(gpu.need("system_gpus", f"a copy on {n_gpus} GPUs (GPUs one NVLink domain holds)"))
@@ -121,7 +120,7 @@ def _stage_hops_s(model: Model, tokens: float, stages: int) -> float:
     first for the next token) of the tokens' 16-bit activations over each GPU's network link."""
     if stages <= 1:
         return 0.0
-    send = tokens * model.dim("hidden") * 2 / (NETWORK_GBS_PER_GPU * 1e9)
+    send = tokens * model.dim("hidden") * 2 / (cal.NETWORK_GBS_PER_GPU * 1e9)
     return stages * (cal.NETWORK_HOP_US * 1e-6 + send)
 
 

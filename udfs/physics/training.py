@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from . import calibration as cal
+from .calibration import NETWORK_GBS_PER_GPU   # the network between servers (its home: calibration)
 from . import defaults
 from .capacity import NoFit, gib_text
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
@@ -140,10 +141,6 @@ def training_gpu_hours(params: float, tokens: float, gpu: Gpu, mfu: float = cal.
 
 
 # ---------------------------------------------------------------- data-parallel scale-out
-# Between servers each GPU has its own 400 Gb/s NIC (50 GB/s one way): NVIDIA's DGX H100 and DGX
-# B200 datasheets list 8 x ConnectX-7 400 Gb/s (InfiniBand/Ethernet) for the compute fabric of
-# 8 GPUs; the HGX reference designs are built the same way.
-NETWORK_GBS_PER_GPU = 50.0
 # Tokens in one optimizer step of pre-training: Llama 2 (Touvron et al. 2023, arXiv 2307.09288,
 # section 2.2) trained its 7B to 70B models at a global batch of 4M tokens.
 GLOBAL_BATCH_TOKENS = 4e6
