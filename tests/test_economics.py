@@ -181,9 +181,13 @@ def test_reasons_for_failing():
 
 def test_recommend_parts_and_no_winner():
     # owned GPUs come in whole systems: the count is a multiple of the winner's system size
-    gpu = udfs.call("GPU_RECOMMEND", "qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "gpu")
-    count = udfs.call("GPU_RECOMMEND", "qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count")
+    gpu = udfs.call("GPU_RECOMMEND", "qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "owned", 0, "gpu")
+    count = udfs.call("GPU_RECOMMEND", "qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "owned", 0, "count")
     assert count % udfs.catalogs.catalog.gpu(gpu).system_gpus == 0
+    # a one-off job rents by default: nobody buys an 8-GPU server for a few GPU-hours of QLoRA
+    text = udfs.call("GPU_RECOMMEND", "qlora", "Llama 2 7B", "bf16")
+    assert "(cloud " in text and udfs.call("GPU_RECOMMEND", "qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1,
+                                           "auto", 0, "count") == 1
     text = udfs.call("GPU_RECOMMEND", "serve", "7B", "fp16")
     assert " x " in text and "owned" in text
     with pytest.raises(udfs.FlopsheetError):
@@ -226,14 +230,16 @@ def test_a_budget_is_cash_and_a_job_budget_is_capex():
     """budget_usd of a job is its cash up front: an owned option's capex, never the job's amortised
     share; a service's is its cash a month. The two named budgets are the same figures."""
     model = udfs.catalogs.catalog.model("Llama 2 7B")
-    for o in picker.rank("qlora", model, "bf16", "cost", 20_000):
+    for o in picker.rank("qlora", model, "bf16", "cost", 20_000, price_basis="owned"):
         if o.ok and o.price_basis.startswith("owned"):
             assert o.capex is not None and o.capex <= 20_000
     # within $20,000 only options no measured row backs remain: included here, as the budget is the point
-    best = picker.recommend("qlora", model, "bf16", "cost", 20_000, include_unverified=True)
+    best = picker.recommend("qlora", model, "bf16", "cost", 20_000, price_basis="owned", include_unverified=True)
     assert best.capex <= 20_000
-    assert picker.recommend("qlora", model, "bf16", capex_budget_usd=20_000, include_unverified=True) == best
-    over = [o for o in picker.rank("qlora", model, "bf16", "cost", 20_000) if o.status is Status.OVER_BUDGET]
+    assert picker.recommend("qlora", model, "bf16", capex_budget_usd=20_000, price_basis="owned",
+                            include_unverified=True) == best
+    over = [o for o in picker.rank("qlora", model, "bf16", "cost", 20_000, price_basis="owned")
+            if o.status is Status.OVER_BUDGET]
     assert over and all(o.reason.figures["what"] == "cash up front" and o.capex > 20_000 for o in over)
     monthly = picker.rank("serve", model, "fp16", "cost", None, monthly_budget_usd=1_000)
     assert [o.status for o in monthly] == [o.status for o in picker.rank("serve", model, "fp16", "cost", 1_000)]

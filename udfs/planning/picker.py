@@ -207,9 +207,11 @@ def owned_rate(gpu: Gpu, ownership: economics.Ownership | None = None, price_usd
 
 
 def resolve_basis(workload: str, basis: str) -> str:
-    """`auto`: cloud on-demand to train or fine-tune, the purchase price to serve or adapt."""
+    """`auto`: the purchase price to serve (a service runs for years), cloud on-demand for a job (training,
+    fine-tuning, LoRA/QLoRA): owned hardware comes in whole systems (an 8-GPU server), and buying one for a
+    job of a few GPU-hours is not a purchase anyone signs."""
     if basis == "auto":
-        return "owned" if workload in ("serve", "lora", "qlora") else "cloud"
+        return "owned" if workload == "serve" else "cloud"
     return basis
 
 

@@ -23,8 +23,8 @@ ARGS = [
         "or output tokens/s to serve (default: one replica)", "tokens or tokens/s", default="", min=0, min_open=True),
     replace(BATCH, default="", help="Serving: sequences each model copy runs at once; blank: the largest its KV "
             "cache holds and the latency target allows (SERVING_BATCH)"),
-    Arg("price_basis", "choice", "auto (cloud on-demand for train/finetune, purchase price for serve/lora/qlora), "
-        "cloud or owned", choices=picker.PRICE_BASES, default="auto"),
+    Arg("price_basis", "choice", "auto (purchase price to serve; cloud on-demand for a job: train, finetune, lora, "
+        "qlora), cloud or owned", choices=picker.PRICE_BASES, default="auto"),
     Arg("min_tokens_per_sec", "number", "Serving latency target: tokens/s each request needs (0 = none)",
         "tokens/s per request", default=0, min=0),
 ]
@@ -89,7 +89,7 @@ def _verdict(o: picker.Option) -> str:
                                      "RTX PRO 6000 Blackwell Server 96GB"),
                                     (("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu", 1024, 256,
                                       "", "any", "", "", True), "RTX 5090 32GB"),
-                                    (("qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count"), 8),
+                                    (("qlora", "Llama 2 7B", "bf16", "cost", "", "", "", 1, "auto", 0, "count"), 1),
                                     (("qlora", "Llama 2 7B", "bf16", "cost", 20000, "", "", 1, "auto", 0, "count", 1024,
                                       256, "", "datacenter", "", "", True), 1)],
            kind="text")
