@@ -264,3 +264,14 @@ def test_a_pipeline_over_servers_reads_weights_at_one_server_s_speed():
     two = capacity.decode_step(L70, H100, "fp8", 1, 2048, 16)
     assert two.weights == pytest.approx(one.weights)
     assert two.allreduce > one.allreduce and two.total > one.total
+
+
+def test_erlang_c_for_a_huge_fleet_is_the_halfin_whitt_limit_in_constant_time():
+    """A traffic of 1e300 requests must not sum 1e300 Poisson terms (it hung a call): above
+    HALFIN_WHITT_SERVERS slots the limit is used, and it agrees with the exact sum where both apply."""
+    from udfs.physics import queueing
+    c, a = queueing.HALFIN_WHITT_SERVERS, queueing.HALFIN_WHITT_SERVERS * 0.995
+    exact = queueing.erlang_c(c, a)
+    assert abs(queueing._halfin_whitt(c, a) - exact) < 0.01 * exact
+    assert 0 <= queueing.erlang_c(10**300, 10**300 * (1 - 1e-3)) <= 1
+    assert queueing.erlang_c(10**12, 5e11) == 0.0

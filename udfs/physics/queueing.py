@@ -39,6 +39,8 @@ def erlang_c(servers: int, load: float) -> float:
         return 0.0
     if load >= servers:
         return 1.0
+    if servers > HALFIN_WHITT_SERVERS:
+        return _halfin_whitt(servers, load)
     ratio, total = 1.0, 1.0          # terms a^k / k! relative to k = c, summed from c down
     for k in range(servers, 0, -1):
         ratio *= k / load
@@ -49,6 +51,22 @@ def erlang_c(servers: int, load: float) -> float:
             break
     blocking = 1 / total
     return servers * blocking / (servers - load * (1 - blocking))
+
+
+# Above this many servers the sum below would take as many steps as servers; the Halfin-Whitt
+# limit (Halfin and Whitt, "Heavy-traffic limits for queues with many exponential servers",
+# Operations Research 29(3), 1981) is then exact to well under a percent, in constant time.
+HALFIN_WHITT_SERVERS = 100_000
+
+
+def _halfin_whitt(servers: int, load: float) -> float:
+    """Erlang C for many servers: with beta = (c - a) / sqrt(a), C = 1 / (1 + beta Phi(beta) / phi(beta))."""
+    beta = (servers - load) / math.sqrt(load)
+    if beta > 37:                     # phi(beta) underflows: the chance of waiting is nil
+        return 0.0
+    phi = math.exp(-beta * beta / 2) / math.sqrt(2 * math.pi)
+    big_phi = 0.5 * (1 + math.erf(beta / math.sqrt(2)))
+    return 1 / (1 + beta * big_phi / phi)
 
 
 def wait_percentile_s(arrivals_per_s: float, servers: int, service_s: float, percentile: float,
