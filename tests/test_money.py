@@ -143,16 +143,18 @@ def test_report_figure_is_the_same_definition_over_the_tokens_served():
 
 
 def test_picker_prices_one_replica_as_cost_per_output_token():
-    """GPU_RANK with no traffic sizes one model copy; its cost is COST_PER_1M_OUTPUT_TOKENS at the
-    picker's rate for the same copy (one definition, one operating point)."""
+    """GPU_RANK with no traffic sizes one model copy and its spare (N+1); its cost is
+    COST_PER_1M_OUTPUT_TOKENS at the picker's rate for one copy (one definition, one operating point:
+    the spare's GPUs and its capacity both count, so the cost per token is the copy's)."""
     rows = udfs.call("GPU_RANK", "serve", "Llama 3.1 70B", "fp8", "cost", "", "", "", "", "cloud", 0, 1000, 200,
                      "", "any").to_records()
     checked = 0
     for r in rows:
-        if r["verdict"] != "OK" or r["gpus_per_copy"] != r["count"]:
+        if r["verdict"] != "OK" or r["count"] != 2 * r["gpus_per_copy"]:     # a copy and its spare, no rounding
             continue
         rate = catalog.cheapest_cloud_price(catalog.gpu(r["gpu"]).name).usd_per_gpu_hour
-        same = udfs.call("COST_PER_1M_OUTPUT_TOKENS", rate, "Llama 3.1 70B", r["gpu"], "fp8", 1000, 200, r["count"])
+        same = udfs.call("COST_PER_1M_OUTPUT_TOKENS", rate, "Llama 3.1 70B", r["gpu"], "fp8", 1000, 200,
+                         r["gpus_per_copy"])
         assert r["cost"] == pytest.approx(same, rel=1e-12), r["gpu"]
         checked += 1
     assert checked >= 3
