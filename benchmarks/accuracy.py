@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE.parent))   # run as a script from a checkout
 
 from benchmarks import folds  # noqa: E402
 from udfs.catalogs import catalog  # noqa: E402
-from udfs.physics import evidence, serving, training, training_memory  # noqa: E402
+from udfs.physics import calibration, evidence, serving, training, training_memory  # noqa: E402
 from udfs.physics import training_efficiency as teff  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 from udfs.units import GIB  # noqa: E402
@@ -68,7 +68,6 @@ BOOLEAN_METRICS = ("fit",)
 # Names in the measurement files that the catalog spells differently. "LLaMA 70B" in the
 # TensorRT-LLM v0.6.1 tables is Llama 2 70B (its methodology section names Llama2-70b).
 MODEL_ALIASES = {"LLaMA 70B": "Llama 2 70B"}
-HF_LOSS_BYTES_PER_LOGIT = 16      # see hf_qlora_gib
 QLORA_FIT_TOKENS = 512            # shortest practical training sequence for fit checks
 EFFICIENCY_PATH = HERE.parent / "udfs" / "data" / teff.FILE   # the training-efficiency table the rule writes
 
@@ -355,37 +354,104 @@ def efficiency_text(directory: Path, path: Path = EFFICIENCY_PATH) -> str:
 # ---------------------------------------------------------------------------- memory
 
 def hf_qlora_gib(model, rank: int, seq_len: float, micro_batch: int = 1) -> float:
-    """QLoRA memory as the Hugging Face baseline (transformers + bitsandbytes + PEFT) runs it:
-    QLORA_MEMORY_GB (checkpointed), plus PEFT's `prepare_model_for_kbit_training` upcasting
-    every non-quantised parameter (embeddings, LM head, norms) from 16-bit to FP32: 2 more
-    bytes each."""
+    """QLoRA memory on the device as the Hugging Face baseline (transformers + bitsandbytes + PEFT) runs
+    it: QLORA_MEMORY_GB (checkpointed) with transformers' loss (16 B per logit, LOSS_BYTES "upcast"), plus
+    PEFT's `prepare_model_for_kbit_training` upcasting every non-quantised parameter (embeddings, LM head,
+    norms) from 16-bit to FP32: 2 more bytes each."""
     upcast = (model.params - training_memory.linear_params(model)) * 2 / GIB
-    return training_memory.qlora_memory_gib(model, rank, seq_len, micro_batch, True)["total"] + upcast + \
-        hf_loss_gib(model, seq_len, micro_batch)
+    parts = training_memory.qlora_memory_gib(model, rank, seq_len, micro_batch, True, loss="upcast")
+    return training_memory.needed_gib(parts["allocated"] + upcast)
 
 
-def hf_loss_gib(model, seq_len: float, micro_batch: float) -> float:
-    """What transformers' causal-LM loss keeps beyond the estimate's 6 bytes per logit: it upcasts the
-    logits to FP32 and keeps, at the backward peak, 16-bit logits + FP32 logits + FP32 log-softmax +
-    FP32 gradient (~14-16 bytes per logit)."""
-    return (HF_LOSS_BYTES_PER_LOGIT - 6) * seq_len * micro_batch * (model.vocab or 0) / GIB
+@dataclass(frozen=True)
+class AdapterRow:
+    """A measured LoRA / QLoRA memory row with its configuration (memory_measured.csv's columns)."""
+    ref: str
+    what: str
+    model: catalog.Model
+    row: dict[str, str]
+    measured: float
+    kind: str              # allocated, reserved or nvidia-smi
+    allocated: float       # LORA_MEMORY_GB's allocated GiB for the row's configuration
+    how: str
+
+    def estimate(self, reserve: float) -> float:
+        """What the row's kind of measurement sees of the allocated estimate, with `reserve` the caching
+        allocator's share (training_memory.device_memory with that share)."""
+        if self.kind == "allocated":
+            return self.allocated
+        return self.allocated * (1 + reserve) + (calibration.CUDA_CONTEXT_GIB if self.kind == "nvidia-smi" else 0)
+
+    def implied_reserve(self) -> float | None:
+        """The allocator's share this row implies (None for an allocated row)."""
+        if self.kind == "allocated":
+            return None
+        context = calibration.CUDA_CONTEXT_GIB if self.kind == "nvidia-smi" else 0
+        return (self.measured - context) / self.allocated - 1
 
 
-def hf_finetune(model, row: dict[str, str]) -> tuple[float, str]:
-    """LORA_MEMORY_GB (or TRAINING_MEMORY_GB for a full fine-tune) per GPU for a Hugging Face
-    (Trainer/TRL + PEFT) run described by the row, plus the HF loss (hf_loss_gib); and what was assumed.
-    Sharded QLoRA (FSDP / ZeRO-3 with a bf16 quant storage) is not upcast by
-    prepare_model_for_kbit_training (TRL skips it for sharded QLoRA)."""
-    method, shape = row["method"].lower(), row["context_or_batch"]
-    seq = number(re.search(r"seq (\d+)", shape).group(1))
-    batch = number(re.search(r"batch (\d+)", shape).group(1))
-    n = int(number(row["num_gpus"]))
-    sharding = "fsdp" if ("zero-3" in method or "fsdp" in method) else "ddp"
-    rank = int(number(re.search(r"r=(\d+)", method).group(1)))
-    precision = "nf4" if method.startswith("qlora") else find_precision(row["precision"]) or "bf16"
-    est = training_memory.lora_memory_gib(model, rank, precision, seq, batch, True, n, sharding)["total"]
-    return est + hf_loss_gib(model, seq, batch), (f"LORA_MEMORY_GB r={rank} {precision} base, {seq:,.0f} x {batch:g}, "
-                                                  f"checkpointed, {n} GPUs {sharding}, + HF loss")
+MEASURED_KINDS = ("allocated", "reserved", "nvidia-smi")
+
+
+def adapter_row(ref: str, what: str, model, row: dict[str, str]) -> AdapterRow:
+    """LORA_MEMORY_GB (allocated) per GPU for the run the row describes: Hugging Face's loss (16 B per logit:
+    LOSS_BYTES "upcast"), gradient checkpointing, its rank, targets, adapter state format and sharding.
+    Sharded QLoRA (FSDP / ZeRO-3 with a bf16 quant storage) is not upcast by prepare_model_for_kbit_training
+    (TRL skips it for sharded QLoRA; Answer.AI's train.py does not call it)."""
+    seq, batch = number(row["seq_len"]), number(row["micro_batch"])
+    n, rank = int(number(row["num_gpus"])), int(number(row["lora_rank"]))
+    precision = "nf4" if row["method"].lower().startswith("qlora") else find_precision(row["precision"]) or "bf16"
+    kind = row["measured"].strip()
+    if kind not in MEASURED_KINDS:
+        raise ValueError(f"{ref}: measured must be one of {MEASURED_KINDS}, not {kind!r}")
+    parts = training_memory.lora_memory_gib(model, rank, precision, seq, batch, True, n, row["sharding"], "upcast",
+                                            row["lora_targets"], row["adapter_dtype"])
+    how = (f"LORA_MEMORY_GB r={rank} on {row['lora_targets']}, {row['adapter_dtype']} adapter states, {precision} base, "
+           f"{seq:,.0f} x {batch:g}, checkpointed, {n} GPUs {row['sharding']}, HF loss; measured: {kind}")
+    return AdapterRow(ref, what, model, row, float(row["peak_gpu_mem_gb"]), kind, parts["allocated"], how)
+
+
+def allocator_reserve(rows: list[AdapterRow]) -> float:
+    """The rule that chooses ALLOCATOR_RESERVE: the median share the reserved and nvidia-smi rows imply."""
+    implied = [r.implied_reserve() for r in rows]
+    return statistics.median(v for v in implied if v is not None)
+
+
+def reserve_pool(rows: list[AdapterRow]) -> list[AdapterRow]:
+    return [r for r in rows if r.kind != "allocated"]
+
+
+def compare_adapters(rows: list[AdapterRow]) -> list[Comparison]:
+    """Each LoRA / QLoRA row against its estimate, in sample (the shipped ALLOCATOR_RESERVE) and out of
+    sample (the share re-chosen without the row's fold), and whether the run fits its GPUs."""
+    pool = reserve_pool(rows)
+    out_of_fold = folds.out_of_fold(pool, lambda r: r.ref, allocator_reserve) if pool else None
+    out = []
+    for r in rows:
+        n = int(number(r.row["num_gpus"]))
+        est = r.estimate(calibration.ALLOCATOR_RESERVE)
+        est_out = r.estimate(out_of_fold(r.ref)) if out_of_fold else est
+        metric = "qlora_memory" if r.row["method"].lower().startswith("qlora") else "lora_memory"
+        out.append(Comparison(metric, r.what, r.measured, est, "GiB", r.how, est_out,
+                              config=_memory_config(r.model, r.row, n)))
+        gpu = find_gpu(r.row["gpu"])
+        room = number(r.row["gpu"]) if re.search(r"\d+\s*GB", r.row["gpu"]) else None
+        room = gpu.memory_gb if gpu else room
+        if room and r.kind != "allocated":
+            need = training_memory.needed_gib(r.allocated)
+            out.append(Comparison("fit", r.what + " | fits", True, need <= room, "fits",
+                                  f"{r.how}: needs {need:.1f} GiB (allocated + CUDA context) of {room:g}"))
+    return out
+
+
+def adapter_rows(rows) -> list[AdapterRow]:
+    found = []
+    for ref, row in rows:
+        model = find_model(row["model"])
+        if model and row.get("lora_rank", "").strip() and "offload" not in row["method"].lower():
+            what = label(ref, row, "model", "method", "precision", "gpu", "num_gpus")
+            found.append(adapter_row(ref, what, model, row))
+    return found
 
 
 def qlora_max_context(model, memory_gib: float, rank: int = 32, micro_batch: int = 1) -> int:
@@ -446,17 +512,8 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
             elif baseline:
                 out.append(Comparison("qlora_context", what + " | HF+FA2", number(baseline), found, "tokens",
                                       "HF baseline; Unsloth's own figure (offloaded checkpointing) not modelled"))
-        elif model and re.match(r"q?lora r=\d+ .*\+ (deepspeed zero-3|fsdp)", method) and "offload" not in method:
-            est, how = hf_finetune(model, row)
-            n = int(number(row["num_gpus"]))
-            out.append(Comparison("qlora_memory" if method.startswith("qlora") else "lora_memory", what,
-                                  float(peak), est, "GiB",
-                                  how + "; measured by nvidia-smi (includes PyTorch's cached blocks)",
-                                  config=_memory_config(model, row, n)))
-            room = gpu_mem or (find_gpu(row["gpu"]).memory_gb if find_gpu(row["gpu"]) else None)
-            if room:
-                out.append(Comparison("fit", what + " | fits", True, est <= room, "fits",
-                                      f"{how}: {est:.1f} GiB on {room:g}"))
+        elif model and row.get("lora_rank", "").strip() and "offload" not in method:
+            continue                      # scored by compare_adapters
         elif model and method.startswith("full fine-tuning (fsdp") and peak.lower() == "fits":
             gpu, n = find_gpu(row["gpu"]), int(number(row["num_gpus"]))
             precision = find_precision(row["precision"]) or "bf16"
@@ -486,7 +543,7 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
                 reason = (f"CPU offload ({how}): GPU memory depends on the offload policy, and LORA_MEMORY_GB "
                           "offloads nothing; " + reason)
             skipped.append(Skip(what, reason))
-    return out, skipped
+    return out + compare_adapters(adapter_rows(rows)), skipped
 
 
 # ---------------------------------------------------------------------------- evidence per regime
@@ -613,6 +670,9 @@ def constant_pools(directory: Path) -> list[tuple[str, int]]:
     if (directory / "inference_measured.csv").exists():
         out += [(f"{fit.engine} {fit.field}", rows)
                 for fit, rows in serving_acc.pools(serving_acc.cases_of(directory))]
+    if (directory / "memory_measured.csv").exists():
+        pool = reserve_pool(adapter_rows(read_rows(directory, "memory_measured.csv")))
+        out.append(("ALLOCATOR_RESERVE (training memory)", len(pool)))
     return out
 
 
@@ -761,7 +821,10 @@ def format_report(report: Report, worst: int = 5) -> str:
                  f"the median MFU of its measured rows; out of sample, folds dealt by source); llama.cpp and MLC-LLM "
                  f"achieved bandwidth (udfs/data/engines.csv, "
                  f"column `fitted`; "
-                 f"benchmarks/serving_accuracy.py lists the rule's values). Every other constant comes from "
+                 f"benchmarks/serving_accuracy.py lists the rule's values); the caching allocator's reserve in "
+                 f"training memory (ALLOCATOR_RESERVE, udfs/physics/calibration.py: the median share the rows "
+                 f"measuring reserved memory or nvidia-smi imply, {calibration.ALLOCATOR_RESERVE:.3f}). "
+                 f"Every other constant comes from "
                  f"engine documentation or physics and scores the same in and out of sample.")
     lines += ["Out of sample, each scored:"] + [f"  {name}: {folds.describe(rows)}" for name, rows in report.pools]
     lines += format_breakdown(report)

@@ -104,3 +104,17 @@ def test_accuracy_page_shows_the_current_report(report):
     page = (ROOT / "docs" / "accuracy.md").read_text(encoding="utf-8")
     assert accuracy.page_block(page) == accuracy.format_report(report), (
         "stale: run `python benchmarks/accuracy.py --write-docs`")
+
+
+def test_allocator_reserve_is_the_rules_choice_and_scored_out_of_sample(report):
+    """ALLOCATOR_RESERVE is chosen from the rows measuring reserved memory or nvidia-smi: the shipped value
+    is the rule's over all of them, and those rows are scored with it re-chosen without their fold."""
+    from udfs.physics import calibration
+    rows = accuracy.adapter_rows(accuracy.read_rows(DIRECTORY, "memory_measured.csv"))
+    pool = accuracy.reserve_pool(rows)
+    assert len(pool) >= 10
+    assert calibration.ALLOCATOR_RESERVE == pytest.approx(accuracy.allocator_reserve(pool), abs=5e-4)
+    scored = report.of("lora_memory") + report.of("qlora_memory")
+    assert any(abs(c.error_out - c.error) > 1e-6 for c in scored)
+    allocated = [c for c in scored if c.note.endswith("measured: allocated")]
+    assert allocated and all(c.error_out == c.error for c in allocated)

@@ -170,3 +170,53 @@ def test_loss_keeps_6_2_or_0_bytes_per_logit():
             == pytest.approx(logits * per)
     assert (totals["standard"] - totals["chunked"]) * GIB == pytest.approx(logits * 4)
     assert totals["chunked"] - totals["fused"] == pytest.approx(logits * 2 / GIB)
+
+
+def test_what_each_measurement_sees():
+    """allocated: the tensors; total: + the CUDA context (what must fit); reserved: allocated x (1 + the
+    allocator's reserve); device: reserved + the context (nvidia-smi)."""
+    from udfs.physics import calibration as cal
+    for r in (tm.training_memory_gib(M7, zero_stage=3, n_gpus=8), tm.lora_memory_gib(M70, 8, "nf4", 2048, 2, True, 2,
+                                                                                        "fsdp")):
+        tensors = sum(v for k, v in r.items() if k not in ("overhead", "total", "allocated", "reserved", "device", "cpu"))
+        assert r["allocated"] == pytest.approx(tensors)
+        assert r["total"] == pytest.approx(tensors + cal.CUDA_CONTEXT_GIB)
+        assert r["reserved"] == pytest.approx(tensors * (1 + cal.ALLOCATOR_RESERVE))
+        assert r["device"] == pytest.approx(r["reserved"] + cal.CUDA_CONTEXT_GIB)
+        assert r["device"] > r["total"] > r["allocated"]
+
+
+def test_lora_targets_and_adapter_states_by_hand():
+    h, f, L, r = M7.hidden, M7.ffn, M7.layers, 64
+    qv = tm.lora_params(M7, r, "q,v")
+    assert qv == L * r * (2 * h + 2 * h)                        # Llama 2 7B: no GQA, q and v are h x h
+    no_o = tm.lora_params(M7, r, "q_proj,k_proj,v_proj,gate,up,down")
+    assert no_o == L * r * (3 * 2 * h + 3 * (h + f))
+    assert tm.lora_params(M7, r) == no_o + L * r * 2 * h
+    bf16 = tm.lora_memory_gib(M7, r, "bf16", targets="q,v", adapter_states="bf16")["adapters"]
+    fp32 = tm.lora_memory_gib(M7, r, "bf16", targets="q,v")["adapters"]
+    assert bf16 * GIB == pytest.approx(qv * 8) and fp32 == pytest.approx(2 * bf16)
+    with pytest.raises(FlopsheetError, match="unknown LoRA target"):
+        tm.lora_params(M7, r, "q,w")
+    assert call("LORA_MEMORY_GB", "Llama 2 7B", 64, "bf16", 2048, 1, True, 1, "ddp", "adapters", "standard", "q,v",
+                "bf16") == pytest.approx(bf16)
+
+
+def test_upcast_loss_keeps_16_bytes_per_logit():
+    s, b = 2048, 1
+    up = tm.lora_memory_gib(M8, 16, "bf16", s, b, loss="upcast")["activations"]
+    std = tm.lora_memory_gib(M8, 16, "bf16", s, b)["activations"]
+    assert (up - std) * GIB == pytest.approx(s * b * M8.vocab * (16 - 6))
+
+
+def test_fit_needs_the_tensors_and_the_context_not_the_reserve():
+    """min_gpus and check_fit hold a job whose tensors and CUDA context fit (the allocator gives back its
+    cached blocks before an out-of-memory)."""
+    from udfs.physics import calibration as cal
+    gpu = catalog.gpu("A100 SXM 80GB")
+    n, held = tm.min_gpus(M70, gpu)
+    one = tm.training_memory_gib(M70, "bf16", "adamw", 1, 2048, 3, 1, "full")
+    states = one["weights"] + one["gradients"] + one["optimizer"]
+    layer = M70.total_params / M70.layers * 2 / GIB
+    assert held == pytest.approx(one["activations"] + layer + cal.CUDA_CONTEXT_GIB)
+    assert states / n + held <= gpu.memory_gb < states / (n - 1) + held

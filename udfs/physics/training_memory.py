@@ -50,14 +50,18 @@ RECOMPUTE = ("none", "selective", "full", "offload")
 # torchtune.modules.loss.CEWithChunkedOutputLoss.html): 2; fused, the head and the loss computed a chunk
 # at a time so that no full logits exist (Liger Kernel's FusedLinearCrossEntropy; NeMo AutoModel's
 # ChunkedCrossEntropy: "neither full logits nor a full logits gradient is allocated"): 0.
-LOSS_BYTES = {"standard": 6, "chunked": 2, "fused": 0}
+# upcast, as transformers' causal-LM loss runs it (Llama's forward upcasts the logits with `logits.float()`
+# and CrossEntropyLoss keeps its FP32 log-softmax for the backward pass): 16-bit logits (2) + their FP32 copy
+# (4) + the FP32 log-softmax (4) + the FP32 gradient of the logits (4) + its 16-bit cast (2) = 16 at the
+# backward peak.
+LOSS_BYTES = {"standard": 6, "upcast": 16, "chunked": 2, "fused": 0}
 NF4_BITS = 4.127                    # QLoRA paper: NF4 + double quantisation
 NEED = "training memory"           # what a missing shape figure is needed for, in its #N/A
 
 
 def usable_gib(gpu: Gpu) -> float:
-    """GPU memory a training job may fill: all of it. Its fixed costs (CUDA context, allocator
-    fragmentation) are counted as TRAINING_OVERHEAD_GIB; the 90% cap of serving (USABLE_MEMORY_FRACTION)
+    """GPU memory a training job may fill: all of it. Its fixed costs (the CUDA context, the caching
+    allocator's reserve) are counted in the estimate (device_memory); the 90% cap of serving (USABLE_MEMORY_FRACTION)
     is vLLM's gpu_memory_utilization, a serving engine's setting PyTorch training does not have.
     Applying it here refused a 70B QLoRA job (Llama 3 70B: 45.4 GiB at 2,048 tokens) on every 48 GB
     card, where the QLoRA paper fine-tunes 65B on one 48 GB GPU (Dettmers et al. 2023, arXiv:2305.14314)
@@ -186,6 +190,35 @@ def activations(model: Model, micro_batch: float, seq_len: float, recompute: str
     return gpu_kept, 0.0
 
 
+# ---------------------------------------------------------------- what a GPU holds beyond the tensors
+def device_memory(parts_gib: dict[str, float]) -> dict[str, float]:
+    """The parts (GiB of tensors at the peak) and what each way of measuring them sees: `allocated`
+    (PyTorch's max_memory_allocated: the tensors), `reserved` (max_memory_reserved: + the caching
+    allocator's reserve, ALLOCATOR_RESERVE of it), `device` (nvidia-smi: reserved + the CUDA context), and
+    `total`, what the job needs to fit: allocated + the CUDA context (`overhead`). The reserve is not needed:
+    before it raises out-of-memory the caching allocator frees its cached blocks and retries the
+    allocation (PyTorch "CUDA semantics", memory management: cached memory "can be used by other
+    allocations"; CUDACachingAllocator frees cached blocks on a failed cudaMalloc), so a job fits where
+    its tensors and the context do, and nvidia-smi shows more only while the GPU has room to spare."""
+    result = dict(parts_gib)
+    allocated = sum(parts_gib.values())
+    result["overhead"] = cal.CUDA_CONTEXT_GIB
+    result["total"] = needed_gib(allocated)
+    result["allocated"], result["reserved"] = allocated, allocated * (1 + cal.ALLOCATOR_RESERVE)
+    result["device"] = result["reserved"] + cal.CUDA_CONTEXT_GIB
+    return result
+
+
+def needed_gib(allocated_gib: float) -> float:
+    """GPU memory a job with `allocated_gib` of tensors at the peak needs to fit: + the CUDA context."""
+    return allocated_gib + cal.CUDA_CONTEXT_GIB
+
+
+def allocatable_gib(usable: float) -> float:
+    """The tensors a GPU with `usable` GiB holds at the peak: the inverse of needed_gib."""
+    return usable - cal.CUDA_CONTEXT_GIB
+
+
 # ---------------------------------------------------------------- full training
 def training_memory_gib(model: Model, precision: Precision | str = "bf16", optimizer: str = "adamw", micro_batch: float = 1,
                         seq_len: float = defaults.SEQ_LEN, zero_stage: int = 0, n_gpus: int = 1, recompute: str = "none",
@@ -196,7 +229,8 @@ def training_memory_gib(model: Model, precision: Precision | str = "bf16", optim
 
     ZeRO shards over the data-parallel GPUs: stage 1 the optimizer states, 2 also the gradients, 3
     also the weights (plus one layer gathered whole); FSDP's SHARD_GRAD_OP is stage 2, FULL_SHARD stage 3.
-    `cpu` is what offload and paged optimizer states keep in CPU memory per GPU (not in `total`)."""
+    `cpu` is what offload and paged optimizer states keep in CPU memory per GPU (not in `total`); `total`
+    is what must fit, `allocated`, `reserved` and `device` what PyTorch and nvidia-smi report (device_memory)."""
     precision = as_precision(precision)
     dp = data_parallel(n_gpus, tensor_parallel, pipeline_parallel)
     if offload == "all" and zero_stage < 3:
@@ -228,9 +262,7 @@ def training_memory_gib(model: Model, precision: Precision | str = "bf16", optim
         parts["weights"] += gathered
     parts["activations"], off = activations(model, micro_batch, seq_len, recompute, flash_attention,
                                             tensor_parallel, pipeline_parallel, loss)
-    result = {k: v / GIB for k, v in parts.items()}
-    result["overhead"] = cal.TRAINING_OVERHEAD_GIB
-    result["total"] = sum(result.values())
+    result = device_memory({k: v / GIB for k, v in parts.items()})
     result["cpu"] = (cpu + off) / GIB
     return result
 
@@ -252,14 +284,39 @@ def linear_params(model: Model) -> float:
     return model.total_params - embeddings - norms
 
 
-def lora_params(model: Model, rank: int) -> float:
-    """LoRA adapter parameters, r·(d_in + d_out) for every linear layer of every block
-    (q, k, v, o and the MLP matrices; experts not adapted)."""
+# The linear layers of a block LoRA may adapt (PEFT's target_modules by their Llama names: q_proj, k_proj,
+# v_proj, o_proj, gate_proj, up_proj, down_proj); "all" is every one (PEFT's "all-linear").
+LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+# Bytes per adapter parameter: fp32, an FP32 weight, gradient and Adam m and v (4 x 4: PEFT upcasts 16-bit
+# adapters to FP32 by default, get_peft_model(autocast_adapter_dtype=True), huggingface.co/docs/peft
+# package_reference/peft_model); bf16, all four in BF16 (adapters left in a BF16 model's dtype, as PEFT
+# did before that default and pure-BF16 loops do: PyTorch's AdamW keeps its states in the parameter's dtype).
+ADAPTER_STATES = {"fp32": 16, "bf16": 8}
+
+
+def lora_targets(text: str | tuple[str, ...] = "all") -> tuple[str, ...]:
+    """The adapted matrices from "all" or a comma-separated list of LORA_TARGETS ("q,v")."""
+    if isinstance(text, tuple):
+        return text
+    names = LORA_TARGETS if text.strip().lower() in ("all", "all-linear", "") else \
+        tuple(t.strip().lower().removesuffix("_proj") for t in text.split(","))
+    bad = [t for t in names if t not in LORA_TARGETS]
+    if bad or not names:
+        raise value_error(f"unknown LoRA target {', '.join(bad) or text!r}: give all or a comma-separated list of "
+                          f"{', '.join(LORA_TARGETS)}")
+    return names
+
+
+def lora_params(model: Model, rank: int, targets: str | tuple[str, ...] = "all") -> float:
+    """LoRA adapter parameters, r·(d_in + d_out) for each adapted linear layer of every block
+    (by default q, k, v, o and the MLP matrices; experts not adapted; a GeLU MLP has no gate)."""
     h, q = model.dim("hidden", NEED), model.dim("heads", NEED) * model.head_size
     kv = model.kv_head_count * model.head_size
     f = model.dim("ffn", NEED)
-    mats = [(h, q), (h, kv), (h, kv), (q, h)] + [(h, f)] * (2 if model.gated_mlp else 1) + [(f, h)]
-    return model.dim("layers", NEED) * rank * sum(i + o for i, o in mats)
+    mats = {"q": (h, q), "k": (h, kv), "v": (h, kv), "o": (q, h), "up": (h, f), "down": (f, h)}
+    if model.gated_mlp:
+        mats["gate"] = (h, f)
+    return model.dim("layers", NEED) * rank * sum(sum(mats[t]) for t in lora_targets(targets) if t in mats)
 
 
 # Data parallelism for LoRA/QLoRA: DDP replicates the base model and adapters on every GPU; FSDP
@@ -270,16 +327,18 @@ LORA_SHARDING = ("ddp", "fsdp")
 
 def adapter_memory_gib(model: Model, rank: int, base_bits: float, seq_len: float, micro_batch: float,
                        checkpointing: bool, n_gpus: int = 1, sharding: str = "ddp",
-                       loss: str = "standard") -> dict[str, float]:
+                       loss: str = "standard", targets: str | tuple[str, ...] = "all",
+                       adapter_states: str = "fp32") -> dict[str, float]:
     """Per-GPU memory of LoRA on a frozen base whose linear layers are stored at base_bits (16: plain
     LoRA on a 16-bit model; NF4's 4.127: QLoRA), embeddings, head and norms in 16-bit (all of it at
-    base_bits when that is 16 or more). Adapters train in FP32 with Adam: 16 bytes a parameter (weight,
-    gradient, m, v). Activations: checkpointed, the layer inputs plus one layer's working set; else
-    every layer's. Under FSDP the base and adapters are sharded over n_gpus, one layer gathered."""
+    base_bits when that is 16 or more). Adapters on `targets` train with Adam at ADAPTER_STATES bytes a
+    parameter (FP32 by default: 16, weight, gradient, m, v). Activations: checkpointed, the layer inputs
+    plus one layer's working set; else every layer's. Under FSDP the base and adapters are sharded over
+    n_gpus, one layer gathered."""
     linear = linear_params(model)
     rest = model.total_params - linear
     base = (linear * base_bits / 8 + rest * 2) if base_bits < 16 else model.total_params * base_bits / 8
-    adapters = lora_params(model, rank) * 16
+    adapters = lora_params(model, rank, targets) * ADAPTER_STATES[adapter_states]
     if sharding == "fsdp" and n_gpus > 1:
         base = base / n_gpus + base / model.dim("layers", NEED)
         adapters /= n_gpus
@@ -291,43 +350,44 @@ def adapter_memory_gib(model: Model, rank: int, base_bits: float, seq_len: float
         acts = layers * per_layer
     parts = {"base_weights": base, "adapters": adapters,
              "activations": acts + logits_bytes(model, micro_batch, seq_len, 1, loss)}
-    result = {k: v / GIB for k, v in parts.items()}
-    result["overhead"] = cal.TRAINING_OVERHEAD_GIB
-    result["total"] = sum(result.values())
-    return result
+    return device_memory({k: v / GIB for k, v in parts.items()})
 
 
 def lora_memory_gib(model: Model, rank: int = 16, precision: Precision | str = "bf16", seq_len: float = defaults.SEQ_LEN,
                     micro_batch: float = 1, checkpointing: bool = True, n_gpus: int = 1,
-                    sharding: str = "ddp", loss: str = "standard") -> dict[str, float]:
+                    sharding: str = "ddp", loss: str = "standard", targets: str | tuple[str, ...] = "all",
+                    adapter_states: str = "fp32") -> dict[str, float]:
     """LoRA on a base stored in `precision` (bf16: LoRA; nf4: QLoRA; int8: 8-bit LoRA)."""
     bits = as_precision(precision).bits_per_param
-    return adapter_memory_gib(model, rank, bits, seq_len, micro_batch, checkpointing, n_gpus, sharding, loss)
+    return adapter_memory_gib(model, rank, bits, seq_len, micro_batch, checkpointing, n_gpus, sharding, loss,
+                              targets, adapter_states)
 
 
 def qlora_memory_gib(model: Model, rank: int = 16, seq_len: float = defaults.SEQ_LEN, micro_batch: float = 1,
                      checkpointing: bool = True, base_bits: float = NF4_BITS, n_gpus: int = 1,
-                     sharding: str = "ddp", loss: str = "standard") -> dict[str, float]:
+                     sharding: str = "ddp", loss: str = "standard", targets: str | tuple[str, ...] = "all",
+                     adapter_states: str = "fp32") -> dict[str, float]:
     """QLoRA (Dettmers et al. 2023): NF4 base on linear layers, 16-bit embeddings, head and
     norms, LoRA adapters trained in FP32 with Adam, activations and logits (adapter_memory_gib)."""
-    return adapter_memory_gib(model, rank, base_bits, seq_len, micro_batch, checkpointing, n_gpus, sharding, loss)
+    return adapter_memory_gib(model, rank, base_bits, seq_len, micro_batch, checkpointing, n_gpus, sharding, loss,
+                              targets, adapter_states)
 
 
 def min_gpus(model: Model, gpu: Gpu, precision: Precision | str = "bf16") -> tuple[int | None, float]:
     """Fewest GPUs that hold a full-training job (ZeRO-3 data parallelism, full activation recompute,
     micro-batch 1 x SEQ_LEN: the assumptions of the picker, docs/cost-model.md), None if no number
     does; and the GiB each GPU holds whatever their number (activations, overhead, the layer gathered)."""
-    usable = usable_gib(gpu)
+    room_all = allocatable_gib(usable_gib(gpu))
     one = training_memory_gib(model, precision, "adamw", 1, defaults.SEQ_LEN, 3, 1, "full")
-    fixed = one["activations"] + one["overhead"]
+    fixed = one["activations"]
     sharded = one["weights"] + one["gradients"] + one["optimizer"]
     live_layer = model.total_params / model.dim("layers", NEED) * 2 / GIB
-    if sharded <= usable - fixed:
-        return 1, fixed
-    room = usable - fixed - live_layer
+    if sharded <= room_all - fixed:
+        return 1, needed_gib(fixed)
+    room = room_all - fixed - live_layer
     if room <= 0:
-        return None, fixed + live_layer
-    return math.ceil(sharded / room), fixed + live_layer
+        return None, needed_gib(fixed + live_layer)
+    return math.ceil(sharded / room), needed_gib(fixed + live_layer)
 
 
 def check_fit(model: Model, gpu: Gpu, precision: Precision | str = "bf16", n_gpus: int | None = None) -> None:

@@ -161,9 +161,13 @@ def time_to_first_token_ms(model, gpu, precision, prompt_tokens, batch, n_gpus, 
     return capacity.time_to_first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, engine or None) * 1000
 
 
-TRAIN_PARTS = ("total", "weights", "gradients", "optimizer", "activations", "overhead", "cpu")
-LOSS = Arg("loss", "choice", "How the loss holds the logits: standard (16-bit + FP32 copy, 6 B each), chunked "
-           "(16-bit, one chunk upcast at a time: 2 B), fused (head and loss a chunk at a time: none kept)",
+# total: what must fit (tensors at the peak + the CUDA context); allocated / reserved / device: what PyTorch's
+# max_memory_allocated, max_memory_reserved and nvidia-smi show (training_memory.device_memory).
+MEASURED_PARTS = ("allocated", "reserved", "device")
+TRAIN_PARTS = ("total", "weights", "gradients", "optimizer", "activations", "overhead", "cpu") + MEASURED_PARTS
+LOSS = Arg("loss", "choice", "How the loss holds the logits: standard (16-bit + FP32 copy, 6 B each), upcast "
+           "(transformers' loss: 16 B), chunked (16-bit, one chunk upcast at a time: 2 B), fused (head and loss a "
+           "chunk at a time: none kept)",
            choices=tuple(training_memory.LOSS_BYTES), default="standard")
 PARALLEL_HELP = "GPUs {} splits the model over (Megatron-style); n_gpus counts every GPU, data parallel = n_gpus / (tp x pp)"
 
@@ -172,7 +176,8 @@ PARALLEL_HELP = "GPUs {} splits the model over (Megatron-style); n_gpus counts e
            "B/param by default: 16-bit weights, FP32 gradients, FP32 master and Adam moments; 8-bit, paged or 16-bit "
            "states, no master copy, optimizer-in-backward as chosen) split by tensor and pipeline parallelism and "
            "sharded by ZeRO stage over the data-parallel GPUs, optionally offloaded to CPU; activations from the "
-           "architecture (Korthikanti et al.) with flash attention and recompute; logits; 1 GB framework overhead.",
+           "architecture (Korthikanti et al.) with flash attention and recompute; logits; the CUDA context (part "
+           "allocated / reserved / device: what PyTorch and nvidia-smi report).",
            "GB of GPU memory (GiB) per GPU", "Training",
            [MODEL, PRECISION,
             Arg("optimizer", "choice", "Optimizer: adamw/adam (2 states), sgd (momentum), adafactor (factored), none",
@@ -186,8 +191,9 @@ PARALLEL_HELP = "GPUs {} splits the model over (Megatron-style); n_gpus counts e
                 "with flash attention), full (layer inputs kept), offload (full, inputs in CPU memory)",
                 choices=training_memory.RECOMPUTE, default="none"),
             Arg("flash_attention", "bool", "Flash attention (no stored attention scores)", default=True),
-            Arg("part", "choice", "Which part to return (cpu: GiB per GPU kept in CPU memory by offload or "
-                "paged states, not in total)", choices=TRAIN_PARTS, default="total"),
+            Arg("part", "choice", "Which part to return (total: what must fit; cpu: GiB per GPU kept in CPU memory "
+                "by offload or paged states, not in total; allocated, reserved, device: PyTorch's peak allocated and "
+                "reserved, nvidia-smi's reading)", choices=TRAIN_PARTS, default="total"),
             Arg("optimizer_states", "choice", "Optimizer state format: fp32, bf16, 8bit (bitsandbytes), "
                 "paged_8bit / paged_fp32 (unified memory, evicted to CPU RAM)",
                 choices=tuple(training_memory.STATE_FORMATS), default="fp32"),
@@ -201,11 +207,11 @@ PARALLEL_HELP = "GPUs {} splits the model over (Megatron-style); n_gpus counts e
             Arg("offload", "choice", "CPU offload: none, optimizer (gradients, master and states: ZeRO-Offload), "
                 "all (weights too: ZeRO-3 offload_param / FSDP CPUOffload)", choices=training_memory.OFFLOAD,
                 default="none"), LOSS],
-           examples=[(("Llama 2 7B",), 122.109), (("Llama 2 7B", "bf16", "adamw", 1, 2048, 3, 8), 23.660),
+           examples=[(("Llama 2 7B",), 121.730), (("Llama 2 7B", "bf16", "adamw", 1, 2048, 3, 8), 23.281),
                      (("Llama 3.1 8B", "bf16", "adamw", 2, 512, 0, 1, "full", True, "total", "paged_8bit", False,
-                       True), 18.061),
+                       True), 17.681),
                      (("Llama 2 70B", "bf16", "adamw", 1, 4096, 1, 64, "selective", True, "total", "fp32", True,
-                       False, 8, 2), 48.390)], kind="memory")
+                       False, 8, 2), 48.010)], kind="memory")
 def training_memory_gb(model, precision, optimizer, micro_batch, seq_len, zero_stage, n_gpus, recompute,
                        flash_attention, part, optimizer_states, master_weights, optimizer_in_backward, tensor_parallel,
                        pipeline_parallel, offload, loss):
@@ -216,7 +222,7 @@ def training_memory_gb(model, precision, optimizer, micro_batch, seq_len, zero_s
         loss)[part]
 
 
-QLORA_PARTS = ("total", "base_weights", "adapters", "activations", "overhead")
+QLORA_PARTS = ("total", "base_weights", "adapters", "activations", "overhead") + MEASURED_PARTS
 RANK = Arg("rank", "integer", "LoRA rank r", "rank", default=16, min=1)
 LORA_GPUS = replace(N_GPUS, help="Data-parallel GPUs training together, each with its own micro-batch")
 SHARDING = Arg("sharding", "choice", "Over several GPUs: ddp (each holds the whole base and adapters) or fsdp "
@@ -224,6 +230,11 @@ SHARDING = Arg("sharding", "choice", "Over several GPUs: ddp (each holds the who
                default="ddp")
 CHECKPOINTING = Arg("checkpointing", "bool", "Gradient checkpointing", default=True)
 MICRO_BATCH = Arg("micro_batch", "number", "Sequences per step (per GPU)", "sequences", default=1, min=1)
+TARGETS = Arg("targets", "text", "Adapted matrices: all (q, k, v, o, gate, up, down: PEFT's all-linear) or a "
+              "comma-separated list of them (q,v)", default="all")
+ADAPTER_STATES = Arg("adapter_states", "choice", "Adapter weight, gradient and Adam states: fp32 (16 B/param, PEFT's "
+                     "default upcast) or bf16 (8 B/param, adapters in a BF16 model's dtype)",
+                     choices=tuple(training_memory.ADAPTER_STATES), default="fp32")
 
 
 @worksheet("QLORA_MEMORY_GB", "QLoRA fine-tuning memory per GPU: NF4 base on linear layers (4.127 bits), 16-bit "
@@ -232,13 +243,15 @@ MICRO_BATCH = Arg("micro_batch", "number", "Sequences per step (per GPU)", "sequ
            "GB of GPU memory (GiB)", "Training",
            [MODEL, RANK, SEQ_LEN, MICRO_BATCH, CHECKPOINTING,
             Arg("part", "choice", "Which part to return", choices=QLORA_PARTS, default="total"), LORA_GPUS, SHARDING,
-            LOSS],
-           examples=[(("Llama 2 7B",), 6.305), (("Llama 2 70B", 8, 2048, 2, True, "total", 2, "fsdp"), 25.985)],
+            LOSS, TARGETS, ADAPTER_STATES],
+           examples=[(("Llama 2 7B",), 5.926), (("Llama 2 70B", 8, 2048, 2, True, "total", 2, "fsdp"), 25.606)],
            kind="memory")
-def qlora_memory_gb(model, rank, seq_len, micro_batch, checkpointing, part, n_gpus, sharding, loss):
+def qlora_memory_gb(model, rank, seq_len, micro_batch, checkpointing, part, n_gpus, sharding, loss, targets,
+                    adapter_states):
     require_own_layout(model)
     return training_memory.qlora_memory_gib(model, rank, seq_len, micro_batch, checkpointing,
-                                            n_gpus=n_gpus, sharding=sharding, loss=loss)[part]
+                                            n_gpus=n_gpus, sharding=sharding, loss=loss, targets=targets,
+                                            adapter_states=adapter_states)[part]
 
 
 @worksheet("LORA_MEMORY_GB", "LoRA fine-tuning memory per GPU: the frozen base in its format (bf16: LoRA; nf4: "
@@ -246,10 +259,12 @@ def qlora_memory_gb(model, rank, seq_len, micro_batch, checkpointing, part, n_gp
            "FP32 Adam states (16 B/param), activations (checkpointed or not) and logits; over several GPUs "
            "replicated (DDP) or sharded (FSDP).", "GB of GPU memory (GiB)", "Training",
            [MODEL, RANK, PRECISION, SEQ_LEN, MICRO_BATCH, CHECKPOINTING, LORA_GPUS, SHARDING,
-            Arg("part", "choice", "Which part to return", choices=QLORA_PARTS, default="total"), LOSS],
-           examples=[(("Llama 2 7B",), 15.256), (("Llama 2 70B", 8, "bf16", 2048, 8, True, 8, "fsdp"), 46.288)],
+            Arg("part", "choice", "Which part to return", choices=QLORA_PARTS, default="total"), LOSS, TARGETS,
+            ADAPTER_STATES],
+           examples=[(("Llama 2 7B",), 14.877), (("Llama 2 70B", 8, "bf16", 2048, 8, True, 8, "fsdp"), 45.909)],
            kind="memory")
-def lora_memory_gb(model, rank, precision, seq_len, micro_batch, checkpointing, n_gpus, sharding, part, loss):
+def lora_memory_gb(model, rank, precision, seq_len, micro_batch, checkpointing, n_gpus, sharding, part, loss, targets,
+                   adapter_states):
     require_own_layout(model)
     return training_memory.lora_memory_gib(model, rank, precision, seq_len, micro_batch, checkpointing, n_gpus,
-                                           sharding, loss)[part]
+                                           sharding, loss, targets, adapter_states)[part]
