@@ -313,3 +313,30 @@ def test_a_request_arriving_at_load_first_waits_for_the_running_step():
     step32 = capacity.decode_step(model, H100, "fp8", 32, 2048 + 128, 1, None, eng).total
     prefill = capacity.prefill_seconds(model, H100, "fp8", 2048, 1, 1, eng)
     assert point.ttft_ms == pytest.approx((prefill + 1.5 * step32) * 1000)
+
+
+def test_a_step_beyond_the_cuda_graph_cap_pays_the_eager_launches():
+    """A decode step of more sequences than the engine captures graphs for (SGLang 160) runs eagerly: each
+    layer pays calibration.EAGER_LAYER_US on top of the profile's fixed time; at or below the cap it does not."""
+    sglang = engines.engine("SGLang")
+    cap = sglang.graph_max_batch
+    assert cap and engines.engine("TensorRT-LLM").graph_max_batch is None
+    at, past = (capacity.decode_step(L8, H100, "fp8", b, 1024, 1, eng=sglang).overhead for b in (cap, cap + 1))
+    assert past - at == pytest.approx(L8.layers * cal.EAGER_LAYER_US * 1e-6)
+    below = capacity.decode_step(L8, H100, "fp8", cap - 1, 1024, 1, eng=sglang).overhead
+    assert below == pytest.approx(at)
+
+
+def test_the_batch_search_keeps_the_best_batch_across_the_cuda_graph_cap():
+    """Throughput dips just past the graph cap, so the largest batch is not always the best: the operating point
+    delivers at least as much as every batch that fits, and says when the cap is what limits it."""
+    for model, gpu, prec, eng in (("Llama 3.1 8B", "H100", "fp8", "SGLang"), ("Qwen2.5 7B", "L40S", "fp16", "TGI"),
+                                  ("Llama 3.1 8B", "A100 SXM 80GB", "bf16", "SGLang")):
+        m, g = catalog.model(model), catalog.gpu(gpu)
+        point = capacity.serving_point(m, g, prec, 1024, 256, 1, None, eng)
+        fits = capacity.kv_batch(m, g, prec, 1024, 256, 1, engines.engine(eng).kv_format(prec), engines.engine(eng))
+        tried = set(range(1, fits + 1, max(1, fits // 200))) | {fits, min(fits, engines.engine(eng).graph_max_batch)}
+        best = max(capacity.serving_point(m, g, prec, 1024, 256, 1, None, eng, batch=b).tokens_per_sec for b in tried)
+        assert point.tokens_per_sec >= best * (1 - 1e-9), (model, eng, point)
+        if point.limited_by == "CUDA-graph cap":
+            assert point.batch == engines.engine(eng).graph_max_batch < fits

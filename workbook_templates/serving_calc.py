@@ -132,7 +132,9 @@ def _figures(s: Sheet, i: Inputs):
                                    ("SrvQuantFactor", "Bandwidth factor for weight-only quantised formats",
                                     "quantized_factor", "0.00"),
                                    ("SrvLayerUs", "Fixed time per layer (us)", "layer_overhead_us", "0.0"),
-                                   ("SrvStepUs", "Fixed time per step (us)", "step_overhead_us", "0.0")):
+                                   ("SrvStepUs", "Fixed time per step (us)", "step_overhead_us", "0.0"),
+                                   ("SrvGraphCap", "CUDA graphs up to (sequences; blank: not modelled)",
+                                    "graph_max_batch", "#,##0")):
         s.value(name, label, f"INDEX(Eng_{attr},SrvEngRow)", "", fmt)
     key = f'SrvEngine&"{sf.SEP}"&{gpu}'
     s.value("SrvBwFrac", "Achieved share of memory bandwidth", f"INDEX(EG_bandwidth,MATCH({key},EG_keys,0))", "",
@@ -232,16 +234,23 @@ def experts_s(batch: str, split: str) -> str:
     return f"IF(SrvExperts>0,SrvMoeLayers*({touched})/{ep}*({'+'.join(gemm)})+SrvMoeLayers*{routing},0)"
 
 
+def eager_s(batch: str) -> str:
+    """Seconds a decode step of `batch` sequences adds beyond the engine's CUDA-graph cap (Engine.layer_us)."""
+    return f"IF(AND(SrvGraphCap>0,{batch}>SrvGraphCap),SrvLayers*SrvK_EagerUs*0.000001,0)"
+
+
 def tpot_ms(c: str, rows: dict[str, int], batch: str, out: str) -> str:
     """TPOT (ms) at `batch` for the group in column `c` of the calculation sheet: one decode
-    step (weights, attention, all-reduce, fixed) plus this request's share of the prefills."""
+    step (weights, attention, all-reduce, fixed; a batch beyond the engine's CUDA-graph cap pays the eager
+    launches per layer) plus this request's share of the prefills."""
     g = f"'{SHEET}'!${c}$"
     split, repl = f"{g}{rows['split']}", f"{g}{rows['repl']}"
     weights = (f"(MAX(SrvDenseStream*SrvWidth/SrvBwWeights,2*SrvDense*{batch}/SrvFlops)/{split}"
                f"+{experts_s(batch, split)})")
     attention = (f"MAX(SrvKvValues*SrvKvWidth*SrvLtContext*{batch}*{repl}/{split}/SrvBwKv,"
                  f"4*SrvHeads*SrvHeadDim*SrvLtContext*{batch}/{split}/SrvFlops16)")
-    rest = f"{g}{rows['arlat']}+{g}{rows['artok']}*{batch}+{g}{rows['fixed']}+{batch}*{g}{rows['prefill']}/{out}"
+    rest = (f"{g}{rows['arlat']}+{g}{rows['artok']}*{batch}+{g}{rows['fixed']}+{eager_s(batch)}"
+            f"+{batch}*{g}{rows['prefill']}/{out}")
     return guard(f"1000*({weights}+{attention}+{rest})")
 
 
@@ -286,7 +295,7 @@ def build(book: Book, inputs: Inputs) -> dict[str, C]:
     st.style_header_row(ws, head, 1, CHOSEN_COL)
     spec = _group_rows(inputs.prompt.ref(SHEET, absolute=True))
     rows = {key: head + 1 + k for k, (_, key, _, _) in enumerate(spec)}
-    extra = ["tpot1", "batch", "tpot", "tps", "copies", "gpus", "status", "usable_gpus"]
+    extra = ["tpot1", "found", "foundtps", "captps", "batch", "tpot", "tps", "copies", "gpus", "status", "usable_gpus"]
     for k, key in enumerate(extra):
         rows[key] = head + 1 + len(spec) + k
     for (label, key, formula, fmt) in spec:
@@ -301,7 +310,14 @@ def build(book: Book, inputs: Inputs) -> dict[str, C]:
     last_lo = f"'{SEARCH}'!{{c}}{search_rows['final']}"
     group = [
         ("TPOT at batch 1 (ms)", "tpot1", tpot_ms("{c}", rows, "1", out), st.MS),
-        ("Batch (within limit and TPOT target)", "batch", last_lo, "#,##0"),
+        ("Largest batch within limit and TPOT target", "found", last_lo, "#,##0"),
+        ("Throughput at that batch (output tokens/s)", "foundtps",
+         'IFERROR({c}{found}/(' + tpot_ms("{c}", rows, "{c}{found}", out) + '/1000),0)', "#,##0"),
+        ("Throughput at the CUDA-graph cap below it (output tokens/s; 0: none)", "captps",
+         'IF(AND(SrvGraphCap>0,SrvGraphCap<{c}{found}),IFERROR(SrvGraphCap/('
+         + tpot_ms("{c}", rows, "SrvGraphCap", out) + '/1000),0),0)', "#,##0"),
+        ("Batch (the better of the two: capacity._graph_cap)", "batch",
+         "IF({c}{captps}>{c}{foundtps},SrvGraphCap,{c}{found})", "#,##0"),
         ("TPOT at that batch (ms)", "tpot", tpot_ms("{c}", rows, "{c}{batch}", out), st.MS),
         ("Throughput per copy (output tokens/s)", "tps", 'IF(ISNUMBER({c}{tpot}),{c}{batch}/({c}{tpot}/1000),"n/a")',
          "#,##0"),
@@ -341,8 +357,9 @@ def build(book: Book, inputs: Inputs) -> dict[str, C]:
         fmt = ws.cell(row=r, column=FIRST_GROUP_COL).number_format
         st.style_output(cell, fmt)
     s.value("SrvLimitedBy", "What limits the batch",
+            f'IF(${col(CHOSEN_COL)}${rows["batch"]}<${col(CHOSEN_COL)}${rows["found"]},"CUDA-graph cap",'
             f'IF(${col(CHOSEN_COL)}${rows["batch"]}<${col(CHOSEN_COL)}${rows["limit"]},"TPOT target",'
-            f'IF(AND(SrvCap>0,${col(CHOSEN_COL)}${rows["fits"]}>SrvCap),"engine batch cap","KV cache"))')
+            f'IF(AND(SrvCap>0,${col(CHOSEN_COL)}${rows["fits"]}>SrvCap),"engine batch cap","KV cache")))')
     kept = {k: C(SHEET, f"{col(CHOSEN_COL)}{r}", number=True) for k, r in rows.items()}
     first_candidate = _candidates(s, rows, out)
     _curve_sheet(book, rows, first_candidate)
@@ -438,7 +455,7 @@ def _candidates(s: Sheet, rows: dict[str, int], out: str) -> int:
         attention = (f"1000*MAX(SrvKvValues*SrvKvWidth*SrvLtContext*{a}*{kept['repl']}/{kept['split']}/SrvBwKv,"
                      f"4*SrvHeads*SrvHeadDim*SrvLtContext*{a}/{kept['split']}/SrvFlops16)")
         cells = [f'IF({a}<={kept["limit"]},"yes","no")', guard(weights), guard(attention),
-                 f"1000*({kept['arlat']}+{kept['artok']}*{a})", f"1000*{kept['fixed']}", guard(f"SUM(C{r}:F{r})"),
+                 f"1000*({kept['arlat']}+{kept['artok']}*{a})", f"1000*({kept['fixed']}+{eager_s(a)})", guard(f"SUM(C{r}:F{r})"),
                  guard(f"1000*{a}*{kept['prefill']}/{out}"), guard(f"G{r}+H{r}"), guard(f"{a}/(I{r}/1000)"),
                  f'IF(I{r}<=SrvTarget,"yes","no")']
         fmts = [None, st.MS, st.MS, st.MS, st.MS, st.MS, st.MS, st.MS, "#,##0", None]

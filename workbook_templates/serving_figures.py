@@ -37,6 +37,8 @@ CONSTANTS = [
      "udfs.physics.calibration.MOE_GEMM_FLOOR_US"),
     ("SrvK_MoeRoutingPasses", "Activation passes of routing per token and expert", cal.MOE_ROUTING_PASSES,
      "udfs.physics.calibration.MOE_ROUTING_PASSES"),
+    ("SrvK_EagerUs", "Added time per layer of a step run without CUDA graphs (us)", cal.EAGER_LAYER_US,
+     "udfs.physics.calibration.EAGER_LAYER_US"),
 ]
 
 # (column name, header, value(model), number format): a catalog model's serving shape
@@ -73,6 +75,7 @@ ENGINE_COLUMNS = [  # engine profile fields the calculation reads
     ("memory_fraction", "Memory share", "0.00"), ("activation_reserve_gib", "Reserve (GiB)", "0.0"),
     ("kv_reservation", "KV per request", None), ("quantized_factor", "Weight-only quantised bandwidth factor", "0.00"),
     ("layer_overhead_us", "Fixed time per layer (us)", "0.0"), ("step_overhead_us", "Fixed time per step (us)", "0.0"),
+    ("graph_max_batch", "CUDA graphs up to (sequences; blank: not modelled)", "#,##0"),
     ("matmul_fraction_16", "16-bit product share of peak", "0.00"),
     ("matmul_fraction_8", "8-bit product share of peak", "0.00"),
     ("matmul_fraction_4", "4-bit product share of peak", "0.00"),

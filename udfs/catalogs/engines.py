@@ -17,7 +17,10 @@ A profile holds what changes between engines for the same model and GPU:
   "expert_dp": the same with data-parallel attention, SGLang's --enable-dp-attention);
 - kernel efficiency: the achieved share of memory bandwidth (HBM and GDDR) and of the tensor
   peak of each number format (one table for prefill and decode matrix products), and the fixed time per layer
-  and per step that does not scale with bytes.
+  and per step that does not scale with bytes;
+- CUDA graphs: the most tokens a step may hold and still replay a captured graph (`graph_max_batch`: vLLM V1
+  512, V0 256, SGLang 160, TGI 32); a larger step launches every kernel from Python
+  (`Engine.layer_us`, calibration.EAGER_LAYER_US).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass, fields
 from functools import cache
 
 from . import catalog
+from ..physics import calibration as cal
 from .catalog import Gpu, Precision, _build, as_precision
 from ..errors import FlopsheetError, na_error
 from .names import NameIndex
@@ -63,6 +67,7 @@ class Engine:
     quantized_factor: float
     layer_overhead_us: float
     step_overhead_us: float
+    graph_max_batch: int | None      # decode steps of more sequences run without CUDA graphs (blank: not modelled)
     matmul_fraction_16: float
     matmul_fraction_8: float
     matmul_fraction_4: float
@@ -95,6 +100,13 @@ class Engine:
         """Achieved share of the dense tensor peak of the format the products run in, for
         prefill and decode alike: 8- and 4-bit peaks are harder to approach than 16-bit."""
         return {16: self.matmul_fraction_16, 8: self.matmul_fraction_8, 4: self.matmul_fraction_4}[bits]
+
+    def layer_us(self, tokens: float) -> float:
+        """Fixed time per layer of a step of `tokens` tokens (a decode step's sequences, or a prefill chunk):
+        the profile's, with a captured CUDA graph replayed; beyond the engine's capture cap the step runs without
+        graphs and each layer also pays the launches the graph saved (calibration.EAGER_LAYER_US)."""
+        eager = self.graph_max_batch is not None and tokens > self.graph_max_batch
+        return self.layer_overhead_us + (cal.EAGER_LAYER_US if eager else 0.0)
 
     def covers(self, version: tuple[int, ...]) -> bool:
         """Whether `version` (numbers) falls in version_range ("0.8-": 0.8 and later; "-0.7": up to 0.7.x)."""

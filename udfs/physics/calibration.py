@@ -57,6 +57,13 @@ LINKS = {
     "network": LinkConstants(base_us=3.6, step_us=2.7, p2p_us=10.0, bus_share=0.80),
 }
 
+# A step run without CUDA graphs launches each of a layer's kernels from Python: 47 us a layer more than the
+# same step replayed from a captured graph. vLLM pull request #1440 ("CUDA graph for Llama", 2023-10), Llama 2
+# 7B (32 layers) at batch 1, 5 prompt and 100 output tokens: 1.05 s with a graph, 1.2 s without, so 1.5 ms a
+# step, 47 us a layer. Engines capture graphs only up to a batch (Engine.graph_max_batch: vLLM V1 512, V0 256,
+# SGLang 160, TGI 32); a larger decode step, or a prefill chunk of more tokens, pays this per layer.
+EAGER_LAYER_US = 47.0
+
 # Prefill attention runs in flash-attention kernels on the 16-bit units (whatever the weights' format),
 # at a lower share of peak than the matrix products: FlashAttention-2 reaches 50-73% of A100's peak in the
 # forward pass (Dao 2023, arXiv:2307.08691) but 35% on H100, where FlashAttention-3 reaches 75% (740 of

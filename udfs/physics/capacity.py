@@ -8,7 +8,8 @@ as a sum over operations, each on its own roofline:
                     (dense layers and routed experts separately: experts see fewer tokens each)
   attention         max(KV bytes of every sequence at its length / bandwidth, its FLOPs / FLOP/s)
   all-reduce        two per layer under tensor parallelism: latency + activations over the link
-  engine overhead   fixed time per layer (kernel launches) and per step (scheduler, sampling)
+  engine overhead   fixed time per layer (kernel launches; more for a step beyond the engine's CUDA-graph
+                    cap, which then runs eagerly) and per step (scheduler, sampling)
 Prefill of the same requests is paid in the same GPU-seconds: over one request lifetime
 (`output` steps) the engine also prefills `batch` new prompts, so
   time per output token (TPOT) = step time + batch x prefill compute of one prompt / output
@@ -149,9 +150,11 @@ def _allreduce_s(model: Model, gpu: Gpu, n_gpus: int, tokens: float) -> float:
     return model.dim("layers") * 2 * collectives.all_reduce_s(_link(gpu, n_gpus), n_gpus, size)
 
 
-def _overhead_s(model: Model, gpu: Gpu, eng: Engine, n_gpus: int) -> float:
+def _overhead_s(model: Model, gpu: Gpu, eng: Engine, n_gpus: int, tokens: float) -> float:
+    """Fixed time of a step of `tokens` tokens: per step, per layer (with or without a CUDA graph:
+    Engine.layer_us), and a layer pipeline's hand-offs."""
     stages = layout(gpu, eng, n_gpus)[1]      # each stage runs a step per micro-batch
-    fixed = stages * eng.step_overhead_us + model.dim("layers") * eng.layer_overhead_us
+    fixed = stages * eng.step_overhead_us + model.dim("layers") * eng.layer_us(tokens / stages)
     if eng.multi_gpu != "tensor" and n_gpus > 1:
         fixed += (n_gpus - 1) * collectives.send_recv_s(_link(gpu, 2), 0) * 1e6   # a hand-off per boundary
     return fixed * 1e-6
@@ -211,7 +214,7 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
     attn_rate = _decode_flops(gpu, None, eng, batch)
     attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / attn_rate)
     links = _exchange_s(model, gpu, tp, batch / stages, eng) + _stage_hops_s(model, batch / stages, stages)
-    return Step(weights, attention, links, _overhead_s(model, gpu, eng, n_gpus))
+    return Step(weights, attention, links, _overhead_s(model, gpu, eng, n_gpus, batch))
 
 
 def _exchange_s(model: Model, gpu: Gpu, tp: int, tokens: float, eng: Engine) -> float:
@@ -279,7 +282,7 @@ def _prefill_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: floa
     per_gpu = _weights_gib(model, precision, n_gpus, eng) * GIB if dp \
         else serving.weight_bytes(model, precision) / split      # a layer pipeline reads them all, one GPU at a time
     reads = chunks * per_gpu * stages / _bandwidth(gpu, precision, eng)
-    return max(compute, reads) + chunks * _overhead_s(model, gpu, eng, n_gpus)
+    return max(compute, reads) + chunks * _overhead_s(model, gpu, eng, n_gpus, tokens / chunks)
 
 
 def time_to_first_token_s(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
@@ -404,7 +407,8 @@ class ServingPoint:
     tokens_per_sec: float      # output tokens/s of the model copy (all its GPUs)
     tpot_ms: float             # time per output token seen by each sequence
     ttft_ms: float             # time to first token for a request arriving at this load
-    limited_by: str            # "KV cache", "engine batch cap", "TPOT target", "TTFT target", "batch given"
+    limited_by: str            # "KV cache", "engine batch cap", "TPOT target", "TTFT target", "batch given",
+    #                            "CUDA-graph cap" (the batch past the cap delivers less: _graph_cap)
     engine: str
     prefill_share: float = 0.0  # share of the copy's GPU time spent prefilling prompts (the rest decodes)
 
@@ -435,6 +439,25 @@ def _largest(limit: int, ok) -> int:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid - 1)
     return lo
+
+
+def _graph_cap(args: tuple, batch: int, limited: str) -> tuple[int, str]:
+    """The batch the copy runs at: the one found, or the engine's CUDA-graph cap below it when that delivers
+    more. Past the cap a decode step pays the eager launches (Engine.layer_us), so throughput dips before it
+    rises again with the batch; an operator keeps the better of the two (SGLang's --max-running-requests, vLLM's
+    --max-num-seqs). Throughput rises with the batch on each side of the cap, so these two are the only
+    candidates, and a smaller batch meets every latency target the larger one meets."""
+    model, gpu, precision, prompt, output, n_gpus, kv, eng = args
+    if eng.graph_max_batch is None:
+        return batch, limited
+
+    def throughput(b: int) -> float:
+        return b / _tpot_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, b)
+
+    cap = eng.graph_max_batch * layout(gpu, eng, n_gpus)[1]     # per pipeline stage's micro-batch
+    if cap >= batch or throughput(cap) <= throughput(batch):
+        return batch, limited
+    return cap, "CUDA-graph cap"
 
 
 def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
@@ -477,6 +500,8 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
                           f"on {n_gpus} x {gpu.name} with {eng.name}", what, best)
         if latency(*args, batch) * 1000 > target:
             batch, limited = _largest(batch, lambda b, f=latency, t=target: f(*args, b) * 1000 <= t), f"{what} target"
+    if limited != "batch given":
+        batch, limited = _graph_cap(args, batch, limited)
     tpot = _tpot_s(*args, batch)
     prefill = batch * prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng) / output_tokens
     return ServingPoint(batch, batch / tpot, tpot * 1000, _ttft_s(*args, batch) * 1000, limited, eng.name,
