@@ -24,7 +24,8 @@ Metrics
   fit             fits / out of memory, and stated memory bounds (right or wrong)
   memory          measured or stated memory in GB where a like-for-like estimate exists
   lora_memory     LoRA memory per GPU (LORA_MEMORY_GB) as the Hugging Face stack runs it (its loss at 16 B
-                  per logit); qlora_memory the same for QLoRA
+                  per logit), as the row measured it (allocated, reserved, nvidia-smi or the model states after
+                  the optimizer step); qlora_memory the same for QLoRA; full_memory for full training
   qlora_context   longest QLoRA training context that fits (Hugging Face + FlashAttention-2 baseline)
 """
 
@@ -61,6 +62,7 @@ METRICS = {
     "memory": "Memory in GB (like-for-like rows)",
     "lora_memory": "LoRA memory per GPU (GiB, like-for-like rows)",
     "qlora_memory": "QLoRA memory per GPU (GiB, like-for-like rows)",
+    "full_memory": "Full-training memory per GPU (GiB, like-for-like rows)",
     "qlora_context": "QLoRA longest context that fits (HF + FlashAttention-2 baseline)",
 }
 BOOLEAN_METRICS = ("fit",)
@@ -371,26 +373,30 @@ class AdapterRow:
     model: catalog.Model
     row: dict[str, str]
     measured: float
-    kind: str              # allocated, reserved or nvidia-smi
+    kind: str              # allocated, reserved, nvidia-smi or states (MEASURED_KINDS)
     allocated: float       # LORA_MEMORY_GB's allocated GiB for the row's configuration
     how: str
 
     def estimate(self, reserve: float) -> float:
         """What the row's kind of measurement sees of the allocated estimate, with `reserve` the caching
         allocator's share (training_memory.device_memory with that share)."""
-        if self.kind == "allocated":
+        if self.kind in ("allocated", "states"):
             return self.allocated
         return self.allocated * (1 + reserve) + (calibration.CUDA_CONTEXT_GIB if self.kind == "nvidia-smi" else 0)
 
     def implied_reserve(self) -> float | None:
-        """The allocator's share this row implies (None for an allocated row)."""
-        if self.kind == "allocated":
+        """The allocator's share this row implies (None for an allocated or states row)."""
+        if self.kind in ("allocated", "states"):
             return None
         context = calibration.CUDA_CONTEXT_GIB if self.kind == "nvidia-smi" else 0
         return (self.measured - context) / self.allocated - 1
 
 
-MEASURED_KINDS = ("allocated", "reserved", "nvidia-smi")
+# What a row measured: the peak of torch.cuda.max_memory_allocated, of max_memory_reserved, nvidia-smi's
+# reading, or the model states (memory_allocated right after an optimizer step: weights, gradients and
+# optimizer states, the activations freed).
+MEASURED_KINDS = ("allocated", "reserved", "nvidia-smi", "states")
+STATE_PARTS = ("weights", "gradients", "optimizer", "base_weights", "adapters")
 
 
 def adapter_row(ref: str, what: str, model, row: dict[str, str]) -> AdapterRow:
@@ -408,7 +414,8 @@ def adapter_row(ref: str, what: str, model, row: dict[str, str]) -> AdapterRow:
                                             row["lora_targets"], row["adapter_dtype"])
     how = (f"LORA_MEMORY_GB r={rank} on {row['lora_targets']}, {row['adapter_dtype']} adapter states, {precision} base, "
            f"{seq:,.0f} x {batch:g}, checkpointed, {n} GPUs {row['sharding']}, HF loss; measured: {kind}")
-    return AdapterRow(ref, what, model, row, float(row["peak_gpu_mem_gb"]), kind, parts["allocated"], how)
+    allocated = sum(parts.get(k, 0.0) for k in STATE_PARTS) if kind == "states" else parts["allocated"]
+    return AdapterRow(ref, what, model, row, float(row["peak_gpu_mem_gb"]), kind, allocated, how)
 
 
 def allocator_reserve(rows: list[AdapterRow]) -> float:
@@ -418,7 +425,7 @@ def allocator_reserve(rows: list[AdapterRow]) -> float:
 
 
 def reserve_pool(rows: list[AdapterRow]) -> list[AdapterRow]:
-    return [r for r in rows if r.kind != "allocated"]
+    return [r for r in rows if r.kind in ("reserved", "nvidia-smi")]
 
 
 def compare_adapters(rows: list[AdapterRow]) -> list[Comparison]:
@@ -437,10 +444,32 @@ def compare_adapters(rows: list[AdapterRow]) -> list[Comparison]:
         gpu = find_gpu(r.row["gpu"])
         room = number(r.row["gpu"]) if re.search(r"\d+\s*GB", r.row["gpu"]) else None
         room = gpu.memory_gb if gpu else room
-        if room and r.kind != "allocated":
+        if room and r.kind in ("reserved", "nvidia-smi"):
             need = training_memory.needed_gib(r.allocated)
             out.append(Comparison("fit", r.what + " | fits", True, need <= room, "fits",
                                   f"{r.how}: needs {need:.1f} GiB (allocated + CUDA context) of {room:g}"))
+    return out
+
+
+def compare_full_states(ref: str, what: str, model, row: dict[str, str]) -> list[Comparison]:
+    """A full fine-tune's model states after the optimizer step against TRAINING_MEMORY_GB's weights, gradients
+    and optimizer parts (the row's state format and master copy); and its whole run, which ran, against
+    the GPU (fits)."""
+    precision = find_precision(row["precision"]) or "bf16"
+    seq, batch, n = number(row["seq_len"]), number(row["micro_batch"]), int(number(row["num_gpus"]))
+    master = row["master_weights"].strip().upper() != "FALSE"
+    parts = training_memory.training_memory_gib(model, precision, "adamw", batch, seq, 0, n, "none", True,
+                                                row["optimizer_states"] or "fp32", master, loss="upcast")
+    states = parts["weights"] + parts["gradients"] + parts["optimizer"]
+    how = (f"TRAINING_MEMORY_GB {precision} weights, AdamW with {row['optimizer_states'] or 'fp32'} states, "
+           f"{'an' if master else 'no'} FP32 master copy: weights + gradients + optimizer; measured: states")
+    out = [Comparison("full_memory", what, float(row["peak_gpu_mem_gb"]), states, "GiB", how,
+                      config=_memory_config(model, row, n))]
+    gpu = find_gpu(row["gpu"])
+    if gpu:
+        out.append(Comparison("fit", what + " | fits", True, parts["total"] <= gpu.memory_gb, "fits",
+                              f"the whole step ({batch:g} x {seq:,.0f} tokens, no recompute, transformers' loss) "
+                              f"needs {parts['total']:.1f} GiB of {gpu.memory_gb:g}"))
     return out
 
 
@@ -514,6 +543,8 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
                                       "HF baseline; Unsloth's own figure (offloaded checkpointing) not modelled"))
         elif model and row.get("lora_rank", "").strip() and "offload" not in method:
             continue                      # scored by compare_adapters
+        elif model and row.get("measured", "").strip() == "states" and method.startswith("full fine-tuning"):
+            out += compare_full_states(ref, what, model, row)
         elif model and method.startswith("full fine-tuning (fsdp") and peak.lower() == "fits":
             gpu, n = find_gpu(row["gpu"]), int(number(row["num_gpus"]))
             precision = find_precision(row["precision"]) or "bf16"
@@ -551,7 +582,8 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
 # The metric of the regime (udfs/physics/evidence.py) each scored metric gives evidence on.
 EVIDENCE_METRICS = {"decode_b1": "decode", "fixed_batch": "throughput", "max_throughput": "throughput",
                     "prefill": "prefill", "training_hours": "training", "mfu": "training", "memory": "memory",
-                    "lora_memory": "training_memory", "qlora_memory": "training_memory"}
+                    "lora_memory": "training_memory", "qlora_memory": "training_memory",
+                    "full_memory": "training_memory"}
 EVIDENCE_PATH = HERE.parent / "udfs" / "data" / evidence.FILE
 DIMENSIONS = ("engine", "vendor", "family", "architecture", "layout")
 

@@ -118,3 +118,21 @@ def test_allocator_reserve_is_the_rules_choice_and_scored_out_of_sample(report):
     assert any(abs(c.error_out - c.error) > 1e-6 for c in scored)
     allocated = [c for c in scored if c.note.endswith("measured: allocated")]
     assert allocated and all(c.error_out == c.error for c in allocated)
+
+
+def test_states_rows_are_scored_against_the_state_parts_by_hand(report):
+    """A row measuring the model states after the optimizer step is compared with weights + gradients +
+    optimizer (full) or base + adapters (LoRA): pure BF16 AdamW is 8 B a parameter; a frozen BF16 base with FP32
+    adapters 2 B a parameter plus 16 per adapter parameter."""
+    from udfs.catalogs import catalog
+    from udfs.physics import training_memory
+    from udfs.units import GIB
+    full = report.of("full_memory")
+    assert full and all("measured: states" in c.note for c in full)
+    m = catalog.model("Llama 3.2 3B")
+    assert any(c.estimate == pytest.approx(m.total_params * 8 / GIB) for c in full if "Llama 3.2 3B" in c.row)
+    lora = [c for c in report.of("lora_memory") if c.note.endswith("measured: states")]
+    assert len(lora) >= 3
+    expected = {m.total_params * 2 + training_memory.lora_params(m, r, t) * 16
+                for r, t in ((32, "q,v"), (64, "q,v"), (10, "gate,up,down"))}
+    assert sorted(round(c.estimate * GIB) for c in lora) == sorted(round(e) for e in expected)
