@@ -100,6 +100,7 @@ class Case:
     system: bool = False  # a whole system's result (MLPerf): its GPUs may run several model copies
     continuous: bool = False  # a fixed number of requests in flight under continuous batching
     kv: str | None = None     # the KV-cache format the row records ("KV cache FP8"); None: the engine's default
+    burst: int = 0            # requests sent at once (a "1000 prompts" benchmark run); 0: a steady state
 
     def speed(self, value: float) -> float:
         """A figure where bigger is faster, so every error has the same sign convention."""
@@ -230,9 +231,13 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
         return f"{label}\n      the mean prompt length of its data set is not recorded (DATASETS)"
     if not batch:
         tpot, ttft = _constraints(row) if ("server" in metric_text or "interactive" in metric_text) else (None, None)
+        burst = re.fullmatch(r"(\d+)\s+prompts", batch_text)
+        if burst:
+            note = "; ".join(filter(None, [note, f"a burst of {burst.group(1)} requests: all prompts prefilled, then "
+                                                 "decoded together (the ramp); the tail of uneven answers not modelled"]))
         return Case("max_throughput", batch=0, prompt=prompt or 1, output=output or 1,
                     measured=_total(value, row, n_gpus), unit="tokens/s", note=note, system="mlperf" in metric_text,
-                    max_tpot_ms=tpot, max_ttft_ms=ttft, **common)
+                    max_tpot_ms=tpot, max_ttft_ms=ttft, burst=int(burst.group(1)) if burst else 0, **common)
     if batch == 1:
         return Case("decode_b1", batch=1, prompt=prompt or 0, output=output or 1, measured=value,
                     unit="tokens/s", note=note, **common)
@@ -287,8 +292,11 @@ def estimate(case: Case, eng: engines.Engine) -> float:
 
 def max_throughput(case: Case, eng: engines.Engine) -> float:
     """SERVING_THROUGHPUT of the row's GPUs. A system result (MLPerf) is the best split of its
-    GPUs into model copies: copies x the throughput of a tensor-parallel group that divides them."""
+    GPUs into model copies: copies x the throughput of a tensor-parallel group that divides them.
+    A burst (N requests sent at once) runs at most N at a time: burst_throughput."""
     m, g, p, n = case.model, case.gpu, case.precision, case.n_gpus
+    if case.burst:
+        return burst_throughput(case, eng)
     groups = [t for t in capacity.TP_CHOICES if n % t == 0] if case.system else [n]
     best, error = 0.0, None
     for t in groups:
@@ -301,6 +309,18 @@ def max_throughput(case: Case, eng: engines.Engine) -> float:
     if not best:
         raise error
     return best
+
+
+def burst_throughput(case: Case, eng: engines.Engine) -> float:
+    """Output tokens/s of N requests sent at once: the engine runs B = min(N, the largest batch that fits
+    and its cap) at a time, each request paying its prompt's prefill and its answer's decode steps at that
+    batch, so the run takes N / B x output x TPOT(B): the throughput of SERVING_THROUGHPUT at batch B. This
+    is the ramp (every prompt prefilled inside the run); the tail, when uneven answers leave the last few
+    decoding at a small batch, needs each request's length and is not modelled (the estimate is high by it)."""
+    m, g, p, n = case.model, case.gpu, case.precision, case.n_gpus
+    largest = capacity.serving_point(m, g, p, case.prompt, case.output, n, None, eng, case.kv).batch
+    return capacity.serving_point(m, g, p, case.prompt, case.output, n, None, eng, case.kv,
+                                  batch=min(case.burst, largest)).tokens_per_sec
 
 
 def fits(case: Case, eng: engines.Engine) -> bool:

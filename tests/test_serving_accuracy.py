@@ -2,6 +2,7 @@
 constants chosen from rows are the ones the stated rule picks."""
 
 import re
+from dataclasses import replace
 import statistics
 import sys
 from pathlib import Path
@@ -181,3 +182,32 @@ def test_gaudi_rows_run_on_the_profile_of_the_stack_they_measured(evaluated):
         assert abs(statistics.median(errors)) <= TARGETS["fixed_batch"]
         assert statistics.median(abs(e) for e in errors) <= TARGETS["fixed_batch"]
     assert any(r.in_sample != pytest.approx(r.out_of_sample, abs=1e-6) for r in gaudi)   # re-chosen per fold
+
+
+def _burst_case(evaluated, model: str, prompts: int):
+    results, _, _ = evaluated
+    return next(r.case for r in results if r.case.model.name == model and r.case.burst == prompts
+                and r.case.engine.name == "vLLM")
+
+
+def test_a_burst_runs_at_most_its_requests_at_a_time(evaluated):
+    """A burst of N requests sent at once (a `vllm bench serve --num-prompts N` run) is scored at a batch of
+    min(N, what fits): fewer requests than fit decode together, paying all N prefills inside the run, so the
+    estimate is SERVING_THROUGHPUT at batch N, below the steady state at the largest batch."""
+    case = _burst_case(evaluated, "DeepSeek-R1", 500)            # 500 prompts of ~4,000 tokens on 8 x H200
+    steady = capacity.serving_point(case.model, case.gpu, case.precision, case.prompt, case.output, case.n_gpus,
+                                    None, case.engine)
+    at_n = capacity.serving_point(case.model, case.gpu, case.precision, case.prompt, case.output, case.n_gpus,
+                                  None, case.engine, batch=min(case.burst, steady.batch))
+    assert acc.burst_throughput(case, case.engine) == pytest.approx(at_n.tokens_per_sec)
+    assert acc.burst_throughput(case, case.engine) <= steady.tokens_per_sec
+    bigger = acc.burst_throughput(replace(case, burst=10 * steady.batch), case.engine)
+    assert bigger == pytest.approx(steady.tokens_per_sec)      # more requests than fit: the steady state
+
+
+def test_a_burst_row_is_marked_as_one(evaluated):
+    results, _, _ = evaluated
+    bursts = [r for r in results if r.case.burst]
+    assert len([r for r in bursts if r.case.model.is_moe]) >= 10
+    assert all(r.case.metric == "max_throughput" and "tail of uneven answers not modelled" in r.case.note
+               for r in bursts)

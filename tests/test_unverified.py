@@ -77,12 +77,14 @@ def test_an_unverified_option_wins_only_with_the_argument():
 
 
 def test_no_measured_option_is_an_na_naming_the_best_unverified():
-    # no measured row serves a mixture-of-experts model: every option is unverified
+    # no measured row serves a mixture-of-experts model with Text Generation Inference: every option is
+    # unverified (MoE with vLLM, SGLang and TensorRT-LLM on H100 / H200 / B200 is measured: test_moe.py)
+    tgi = ("cost", "", "", "", "", "auto", 0, "summary", 1024, 256, "tgi")
     with pytest.raises(udfs.FlopsheetError, match=r"#N/A: no GPU that meets the constraints has a measurement") as e:
-        udfs.call("GPU_RECOMMEND", "serve", "Mixtral 8x7B", "fp16")
+        udfs.call("GPU_RECOMMEND", "serve", "Mixtral 8x7B", "fp16", *tgi)
     assert "to verify it, ask " in e.value.message and "MoE" in e.value.message
-    assert " x " in udfs.call("GPU_RECOMMEND", "serve", "Mixtral 8x7B", "fp16", "cost", "", "", "", "", "auto", 0,
-                              "summary", 1024, 256, "", "datacenter", "", "", True)
+    assert " x " in udfs.call("GPU_RECOMMEND", "serve", "Mixtral 8x7B", "fp16", *tgi, "datacenter", "", "", True)
+    assert "; unverified: no measurement" not in udfs.call("GPU_RECOMMEND", "serve", "Mixtral 8x7B", "fp16")  # measured
 
 
 # ---------------------------------------------------------------------------- the report

@@ -15,7 +15,8 @@ picker (which read that file). Its parts:
 
 A regime is *measured* when at least one scored row has all six parts. Its band is the P10 and
 P90 of the signed out-of-sample errors, (estimate - measured) / measured, of the first level
-holding MIN_BAND_ROWS rows, going up LEVELS (regime, engine and vendor, vendor, metric), joined
+holding MIN_BAND_ROWS rows, going up LEVELS (regime, engine and vendor, vendor, metric; dense and MoE
+kept apart below the metric level), joined
 with the regime's own rows' P10..P90 so that a regime's own misses are never left out. An
 unmeasured regime takes the band of the first level up with MIN_BAND_ROWS rows, widened
 UNMEASURED_WIDENING times in log space and never narrower than any measured regime within that
@@ -39,10 +40,12 @@ from ..words import plural
 
 METRICS = ("decode", "throughput", "prefill", "training", "memory", "training_memory")
 ESTIMATES = ("point", "low", "high")
-# The levels a band falls back through, narrowest first: the Regime fields each one keeps.
+# The levels a band falls back through, narrowest first: the Regime fields each one keeps. Dense and
+# MoE stay apart below the metric level: MoE rows miss by far more (docs/accuracy.md, Known misses), so
+# their errors would widen a dense model's band, and dense rows' would narrow a MoE model's.
 LEVELS = (("regime", ("metric", "engine", "vendor", "family", "architecture", "layout")),
-          ("engine and vendor", ("metric", "engine", "vendor")),
-          ("vendor", ("metric", "vendor")),
+          ("engine and vendor", ("metric", "engine", "vendor", "architecture")),
+          ("vendor", ("metric", "vendor", "architecture")),
           ("metric", ("metric",)))
 # Fewest rows whose P10/P90 is read as a band (with fewer, P10 and P90 are the extremes of a
 # handful of rows, and the next level up is used as well).
