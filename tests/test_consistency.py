@@ -13,7 +13,7 @@ import pytest
 from udfs.api import registry
 from udfs.catalogs import catalog
 from udfs.physics import lesson
-from udfs.planning import report_model, scenario
+from udfs.planning import picker, report_model, scenario
 from udfs.errors import FlopsheetError
 
 COUNTS = [1e9, 7e9, 3e10, 1.2e11, 2e11, 4e11, 1e12, 1e13]   # 1e13 fits no copy of up to 64 H100s
@@ -215,3 +215,25 @@ def test_the_report_states_its_mfu_basis_beside_the_whole_run_figure(kind, model
     assert ("TRAINING_GOODPUT" in res.mfu_basis) == (scope == "run") and res.mfu_basis in stated[1]
     assert f"n_gpus {best.count}" in stated[1] and f"{whole:,.0f} GPU-hours" in stated[1]
     assert f"{best.scale_efficiency:.1%}" in stated[1]
+
+
+# ---------------------------------------------------------------- LoRA / QLoRA: one answer for the memory
+@pytest.mark.parametrize("kind,model", [("qlora", "Llama 3 70B"), ("lora", "Llama 3 70B"), ("qlora", "Llama 2 7B"),
+                                        ("lora", "Llama 3.1 405B")])
+@pytest.mark.parametrize("gpu", ["A100 SXM 40GB", "RTX 4090 24GB", "H100 SXM 80GB"])
+def test_rank_sizes_lora_and_qlora_as_lora_memory_gb_does(kind, model, gpu):
+    """GPU_RANK's memory count for a LoRA / QLoRA job is the fewest GPUs on which LORA_MEMORY_GB (rank 16, its
+    defaults, FSDP over more than one GPU) fits the GPU's memory; with one fewer it does not."""
+    rank = registry.call("GPU_RANK", kind, model, "bf16", "cost", "", "", "", "", "cloud", 0, "", "", "", "any")
+    row = dict(zip(rank.header, next(r for r in rank.rows if r[1] == catalog.gpu(gpu).name)))
+    precision = "nf4" if kind == "qlora" else "bf16"
+    memory = catalog.gpu(gpu).memory_gb
+
+    def need(n):
+        return registry.call("LORA_MEMORY_GB", model, 16, precision, "", "", True, n, "fsdp" if n > 1 else "ddp")
+    option = next(o for o in picker.rank(kind, model, "bf16", "cost", price_basis="cloud", tiers="any")
+                  if o.gpu == catalog.gpu(gpu).name)
+    assert row["fits"] == option.fits
+    if option.fits:
+        assert need(option.mem_count) <= memory and row["count"] >= option.mem_count
+        assert option.mem_count == 1 or need(option.mem_count - 1) > memory

@@ -198,10 +198,10 @@ def test_verdicts_are_data_and_render_from_one_table():
     assert {status for status, _ in reasons.TEMPLATES} == set(Status)
     cases = [("serve", "Llama 2 7B", "fp16", "cost", 1.0), ("serve", "Llama 3.1 405B", "fp16", "time"),
              ("train", "Llama 2 70B", "bf16", "cost", None, 1, 2e12), ("lora", "Llama 2 70B", "bf16"),
-             ("qlora", "Llama 2 7B", "fp8", "time")]
+             ("qlora", "Llama 2 7B", "fp8", "time"), ("lora", "Llama 3.1 405B", "bf16")]
     seen = set()
-    for workload, model, *rest in cases:
-        for o in picker.rank(workload, udfs.catalogs.catalog.model(model), *rest):
+    for workload, model, *rest in cases:       # the 405B LoRA job: each 16 GB card's own share does not fit
+        for o in picker.rank(workload, udfs.catalogs.catalog.model(model), *rest, tiers="any"):
             assert o.ok == (o.status is Status.OK) and o.reason.text()      # every verdict has a template
             seen.add(o.status)
     assert {Status.OK, Status.NO_FIT, Status.NEEDS_NVLINK, Status.OVER_BUDGET} <= seen
@@ -222,8 +222,18 @@ def test_qlora_70b_fits_48gb_cards_and_a_refusal_says_by_how_much():
     options = {o.gpu: o for o in picker.rank("qlora", "Llama 3 70B", tiers="any")}
     for name in ("L40S 48GB", "L40 48GB", "RTX 6000 Ada 48GB", "RTX A6000 48GB"):
         assert options[name].fits, options[name].reason.text()
-    assert options["A100 SXM 40GB"].reason.text() == \
-        f"does not fit: needs {need:.1f} GiB per GPU, 40.0 GiB usable on A100 SXM 40GB"
+    # on 40 GB it takes FSDP over the fewest GPUs LORA_MEMORY_GB holds it on; a 16 GB card cannot hold a
+    # 405B job's own share (activations, the layer gathered) for LoRA in 16-bit whatever the count
+    a100 = options["A100 SXM 40GB"]
+    assert a100.fits and a100.mem_count > 1 and a100.count >= a100.mem_count
+    def per_gpu(n):
+        return training_memory.qlora_memory_gib(catalog.model("Llama 3 70B"), n_gpus=n, sharding="fsdp")["total"]
+    assert per_gpu(a100.mem_count) <= 40 < per_gpu(a100.mem_count - 1)
+    refused = {o.gpu: o for o in picker.rank("lora", "Llama 3.1 405B", tiers="any")}["RTX 4080 16GB"]
+    n, held = training_memory.lora_min_gpus(catalog.model("Llama 3.1 405B"), catalog.gpu("RTX 4080 16GB"), 16)
+    assert n is None and not refused.fits
+    assert refused.reason.text().startswith("does not fit even sharded over many GPUs") and f"{held:.1f}" in \
+        refused.reason.text()
 
 
 def test_a_budget_is_cash_and_a_job_budget_is_capex():

@@ -373,6 +373,29 @@ def qlora_memory_gib(model: Model, rank: int = 16, seq_len: float = defaults.SEQ
                               targets, adapter_states)
 
 
+def lora_min_gpus(model: Model, gpu: Gpu, base_bits: float, rank: int = 16) -> tuple[int | None, float]:
+    """Fewest GPUs that hold a LoRA (base_bits 16) or QLoRA (NF4_BITS) job at the picker's assumptions
+    (rank 16 on every linear layer, FP32 adapter states, checkpointed, micro-batch 1 x SEQ_LEN per GPU): one
+    GPU holding all of it, else FSDP sharding the base and adapters over n (adapter_memory_gib with "fsdp"),
+    None where no number does; and the GiB each GPU holds whatever their number (activations, the layer
+    gathered, the CUDA context), or the whole job's on one GPU."""
+    def need(n: int) -> dict[str, float]:
+        return adapter_memory_gib(model, rank, base_bits, defaults.SEQ_LEN, 1, True, n, "fsdp" if n > 1 else "ddp")
+    usable = usable_gib(gpu)
+    one = need(1)
+    if one["total"] <= usable:
+        return 1, one["total"]
+    layer = one["base_weights"] / model.dim("layers", NEED)
+    held = needed_gib(one["activations"] + layer)
+    room = usable - held
+    if room <= 0:
+        return None, held
+    n = max(2, math.ceil((one["base_weights"] + one["adapters"]) / room))
+    while need(n)["total"] > usable:          # the estimate is the judge: step up past rounding
+        n += 1
+    return n, held
+
+
 def min_gpus(model: Model, gpu: Gpu, precision: Precision | str = "bf16") -> tuple[int | None, float]:
     """Fewest GPUs that hold a full-training job (ZeRO-3 data parallelism, full activation recompute,
     micro-batch 1 x SEQ_LEN: the assumptions of the picker, docs/cost-model.md), None if no number

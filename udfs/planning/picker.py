@@ -229,15 +229,14 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
     option = Option(gpu.name, 0, False, None, None, None, "$", rate[1] if rate else "no price", gpu_row=gpu)
     usable = training_memory.usable_gib(gpu)
     if workload in ("lora", "qlora"):
-        mem = training_memory.qlora_memory_gib(model, base_bits=16 if workload == "lora" else training_memory.NF4_BITS)["total"]
-        n_mem = 1 if mem <= usable else None
+        bits = 16 if workload == "lora" else training_memory.NF4_BITS
+        n_mem, mem = training_memory.lora_min_gpus(model, gpu, bits)
     else:
         n_mem, mem = training_memory.min_gpus(model, gpu, precision)
     option.fits = n_mem is not None
     if n_mem is None:
         figures = {"need": capacity.gib_text(mem), "usable": usable, "gpu": gpu.name}
-        return _fail(option, Status.NO_FIT, **figures) if workload in ("lora", "qlora") else \
-            _fail(option, Status.NO_FIT, sharded=True, **figures)
+        return _fail(option, Status.NO_FIT, sharded=True, **figures)
     if n_mem > 1 and workload in ("train", "finetune") and _needs_sharding(model, gpu, precision) \
             and not gpu.nvlink_class("sharding the model across GPUs"):
         return _fail(option, Status.NEEDS_NVLINK, gpu=gpu.name, link_gbs=gpu.interconnect_gbs,
