@@ -83,9 +83,11 @@ def test_a_gpu_defined_in_a_cell_is_never_measured():
     assert width(ev) > width(h100)
 
 
-def test_moe_serving_has_no_measurement_yet():
-    ev = evidence.for_option("throughput", catalog.model("Mixtral 8x7B"), catalog.gpu("H100"), "fp8", 2,
-                             "TensorRT-LLM")
+def test_moe_serving_on_amd_has_no_measurement_yet():
+    # MoE serving is measured on NVIDIA (vLLM, SGLang, TensorRT-LLM: MLPerf v4.1 Mixtral, GPUStack's bursts)
+    assert evidence.for_option("throughput", catalog.model("Mixtral 8x7B"), catalog.gpu("H100"), "fp8", 2,
+                               "TensorRT-LLM").measured
+    ev = evidence.for_option("throughput", catalog.model("Mixtral 8x7B"), catalog.gpu("MI300X"), "fp8", 1, "vLLM")
     assert not ev.measured and ev.regime.architecture == "MoE"
 
 
