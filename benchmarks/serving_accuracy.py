@@ -375,6 +375,9 @@ FITTED = (
     Fitted("vLLM", "layer_overhead_us", 10.0, 0.0, 500.0,
            "vLLM V1 batch-1 rows (tensor parallel on H200, B200, MI300X): piecewise CUDA graphs launch attention "
            "outside the graph in every layer"),
+    Fitted("gpt-fast", "layer_overhead_us", 10.0, 0.0, 500.0,
+           "gpt-fast batch-1 rows (Llama 2 7B and 70B on 1-8 A100s, bf16 and int8): the decode step is one CUDA graph, "
+           "so what a layer costs beyond its bytes is its kernels' own start, ramp and tail"),
     Fitted("Intel Gaudi software", "matmul_fraction_8", 0.70, 0.1, 1.0,
            "Intel's Gaudi 3 fixed-batch rows (Gaudi software 1.18.0): batches of 44 to 4,000 sequences are bound by "
            "the matrix products; Gaudi 3 runs FP8 and BF16 on the same matrix engines at the same peak, so one share "

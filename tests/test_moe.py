@@ -164,7 +164,8 @@ def test_moe_serving_has_a_measured_regime_and_the_row_lies_in_its_band():
     point = capacity.serving_point(resolve.model("gpt-oss-120b"), resolve.gpu("B200"), "fp4", 215, 197, 8,
                                    eng="vLLM", batch=1000).tokens_per_sec    # a burst of 1,000, scored as one
     low, high = ev.value_range(point)
-    assert low <= 7404.72 <= high          # the measured output tokens/s (docs/accuracy-report.txt)
+    # the measured output tokens/s (docs/accuracy-report.txt); the band's ends come from errors stored to 4 decimals
+    assert low <= 7404.72 * 1.0001 and 7404.72 <= high
     assert point > 7404.72                  # and the estimate is still too fast (vLLM at a burst of 1,000)
 
 
