@@ -58,6 +58,8 @@ METRICS = {
     "prefill": "Time to first token / prefill",
     "training_hours": "Whole-run training GPU-hours (efficiency table, scope run)",
     "mfu": "Training throughput: steady-state MFU (efficiency table) vs reported",
+    "scaling": "Training MFU at the row's GPU count (steady-state cell x gradient-sync scale-out)",
+    "cluster_hours": "Whole-run GPU-hours on the row's GPU count (TRAINING_GPU_HOURS with n_gpus)",
     "fit": "Memory fit / out of memory (right or wrong)",
     "memory": "Memory in GB (like-for-like rows)",
     "lora_memory": "LoRA memory per GPU (GiB, like-for-like rows)",
@@ -254,6 +256,8 @@ class TrainingRow:
     tokens: float | None
     hours: float | None          # whole-run GPU-hours (a model card's, or GPUs x wall-clock days)
     mfu: float | None            # steady-state MFU
+    note: str = ""               # the row's note (its layout and global batch, where stated)
+    count_stated: bool = False   # the row gives its GPU count
 
     def point(self, scope: str) -> teff.Point:
         value = self.mfu if scope == "steady" else self.implied_mfu()
@@ -297,7 +301,7 @@ def training_row(ref: str, row: dict[str, str]) -> TrainingRow | Skip:
     tokens = number(row["tokens"])
     found = TrainingRow(ref, what, row["source"], gpu, model.name if model else row["model"], params,
                         bool(model.is_moe) if model else (row.get("architecture") or "").strip() == "MoE",
-                        precision, int(count or 1), tokens, hours, mfu)
+                        precision, int(count or 1), tokens, hours, mfu, row.get("note") or "", bool(count))
     if not params or not found.scopes():
         return Skip(what, "no GPU-hours with a token count, wall time or MFU" +
                     (" (GPU-hours without a token count)" if hours and not tokens else ""))
@@ -333,12 +337,72 @@ def compare_training(rows) -> tuple[list[Comparison], list[Skip]]:
                            for e in (shipped, without))
             note = f"MFU {r.implied_mfu():.3f} implied; table: {shipped.basis}"
             out.append(Comparison("training_hours", r.what, r.hours or 0, est, "GPU-hours", note, out_of, config))
+            if r.count_stated and r.n_gpus > 1:
+                out.append(cluster_hours_comparison(r, key, held_out(r.source), config))
         if r.mfu:
             steady = teff.lookup(*key, "steady")
+            without_row = teff.lookup(*key, "steady", held_out(r.source)).mfu
             out.append(Comparison("mfu", r.what, r.mfu, steady.mfu, f"fraction of dense {r.precision} peak",
-                                  f"table: {steady.basis}", teff.lookup(*key, "steady", held_out(r.source)).mfu,
-                                  config))
+                                  f"table: {steady.basis}", without_row, config))
+            if r.n_gpus > 1 and r.count_stated:
+                out.append(scaling_comparison(r, steady.mfu, without_row, config))
     return out, skipped
+
+
+LAYOUT = re.compile(r"\bTP(\d+)(?: CP(\d+))? PP(\d+) DP(\d+)")
+BATCH = re.compile(r"global batch ([\d,]+) tokens")
+BATCH_SEQUENCES = re.compile(r"\bseq (\d+), global batch (\d+) sequences")
+
+
+def stated_batch(note: str) -> float | None:
+    """The global batch in tokens a row's note states ("global batch N tokens", or "seq S, global batch B
+    sequences")."""
+    if found := BATCH.search(note):
+        return float(found[1].replace(",", ""))
+    if found := BATCH_SEQUENCES.search(note):
+        return float(found[1]) * float(found[2])
+    return None
+
+
+def row_model(r: TrainingRow) -> catalog.Model:
+    """The catalog model a row names (a MoE model's gradients are all its parameters), else a dense stand-in
+    of its size."""
+    return find_model(r.model) or catalog.size_only_model(r.params)
+
+
+def scaling_comparison(r: TrainingRow, cell: float, cell_out: float, config: Config) -> Comparison:
+    """The MFU at the row's GPU count as TRAINING_MFU(..., n_gpus) models it: the steady-state cell x the
+    share of the step left by the exposed gradient synchronisation (training.scale_out_efficiency) on the
+    row's stated layout and global batch (a context-parallel group reduces gradients as data parallel does),
+    else the layout and batch rules' (a MoE row's expert parallelism is not modelled: the dense layout rule on
+    all its parameters); out of sample, the cell chosen without the row's source."""
+    model = row_model(r)
+    layout, batch = LAYOUT.search(r.note), stated_batch(r.note)
+    plan = training.Layout(int(layout[1]), int(layout[3]), int(layout[4]) * int(layout[2] or 1)) if layout else \
+        training.layout(model, r.gpu, r.n_gpus)
+    tokens = batch or training.global_batch_tokens(r.n_gpus)
+    eff = [training.scale_out_efficiency(model, r.gpu, r.n_gpus, r.precision, m, batch_tokens=tokens, plan=plan)
+           for m in (cell, cell_out)]
+    note = (f"TP{plan.tp} PP{plan.pp} DP{plan.dp} {'as stated' if layout else 'by the layout rule'}, "
+            f"{tokens:,.0f} tokens a step {'as stated' if batch else 'by the batch rule'}: scale-out {eff[0]:.3f}")
+    return Comparison("scaling", r.what, r.mfu or 0, cell * eff[0], f"fraction of dense {r.precision} peak", note,
+                      cell_out * eff[1], config)
+
+
+def cluster_hours_comparison(r: TrainingRow, key, without, config: Config) -> Comparison:
+    """A whole run's GPU-hours on the GPUs it had, as TRAINING_GPU_HOURS(..., n_gpus) sizes them
+    (training.on_cluster: the steady-state cell x TRAINING_GOODPUT, over the scale-out at that count on the
+    layout and batch rules); out of sample, the steady cell chosen without the row's source."""
+    model = row_model(r)
+    est = []
+    for cells in (None, without):
+        steady = teff.lookup(*key, "steady", cells).mfu
+        scale = training.scale_out_efficiency(model, r.gpu, r.n_gpus, r.precision, steady)
+        est.append(training.training_gpu_hours(r.params, r.tokens or 0, r.gpu, steady * calibration.TRAINING_GOODPUT,
+                                               r.precision) / scale)
+    note = (f"{r.n_gpus:,} GPUs: steady cell x TRAINING_GOODPUT {calibration.TRAINING_GOODPUT:g}, scale-out "
+            f"{training.scale_out_efficiency(model, r.gpu, r.n_gpus, r.precision):.3f}")
+    return Comparison("cluster_hours", r.what, r.hours or 0, est[0], "GPU-hours", note, est[1], config)
 
 
 def efficiency_text(directory: Path, path: Path = EFFICIENCY_PATH) -> str:
@@ -710,10 +774,19 @@ def constant_pools(directory: Path) -> list[tuple[str, int]]:
 
 # ---------------------------------------------------------------------------- error by regime, every metric
 
+# Training at scale is broken down by cluster size (the scaling metric only): one or a few servers, a
+# cluster of hundreds, thousands.
+GPU_CLASSES = ("2-64", "65-1,024", ">1,024")
+
+
+def gpu_class(n_gpus: int) -> str:
+    return GPU_CLASSES[0] if n_gpus <= 64 else GPU_CLASSES[1] if n_gpus <= 1024 else GPU_CLASSES[2]
+
+
 # The regime dimensions every metric is broken down by (issue 20 item 6), and the values always
 # shown, so that a regime nothing measured is seen as such.
 BREAKDOWN = (("engine", ()), ("architecture", ("dense", "MoE")), ("layout", ("one GPU", "parallel")),
-             ("vendor", ()))
+             ("vendor", ()), ("GPUs", GPU_CLASSES))
 
 
 def regime_tag(c: Comparison, dimension: str) -> str:
@@ -727,6 +800,8 @@ def regime_tag(c: Comparison, dimension: str) -> str:
         return "MoE" if k.moe else "dense"
     if dimension == "layout":
         return "-" if k.n_gpus < 1 else "parallel" if k.n_gpus > 1 else "one GPU"
+    if dimension == "GPUs":
+        return gpu_class(k.n_gpus) if c.metric == "scaling" else "-"
     return (k.gpu.vendor if k.gpu is not None else "") or "-"
 
 
@@ -809,7 +884,7 @@ def readme_table(report: Report) -> str:
     return "\n".join(lines)
 
 
-README_ROWS = (("engine",), ("architecture", "layout"), ("vendor",))
+README_ROWS = (("engine",), ("architecture", "layout"), ("vendor",), ("GPUs",))
 
 
 def _fmt(value: float) -> str:

@@ -54,7 +54,9 @@ def test_more_gpus_take_more_gpu_hours_and_ties_go_to_fewer():
     by_count = sorted(rows, key=lambda o: o["count"])
     assert [o["count"] for o in by_count][-1] == 256
     hours = [o["gpu_hours"] for o in by_count]
-    assert hours == sorted(hours) and hours[-1] > hours[0] * 1.05    # 256 GPUs: not 28's GPU-hours
+    # 256 GPUs: more GPU-hours than 28 (the last gradient bucket is exposed on every step), though with the
+    # reduce-scatter hidden behind the backward pass a 13B at 4M tokens a step loses well under 1%
+    assert hours == sorted(hours) and hours[-1] > hours[0]
     eff = [o["scale_out_efficiency"] for o in by_count]
     assert eff == sorted(eff, reverse=True) and all(0 < e < 1 for e in eff)
 

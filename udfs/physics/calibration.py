@@ -111,6 +111,38 @@ ALLOCATOR_RESERVE = 0.211
 # model copy spanning servers (its pipeline hand-offs) both cross it.
 NETWORK_GBS_PER_GPU = 50.0
 
+# --- training across many GPUs (udfs/physics/training.py: layout, batch, gradient synchronisation) ---
+# Gradients are reduced in the 16-bit type of the parameters: Megatron-Core's DistributedDataParallelConfig
+# has grad_reduce_in_fp32 = False by default (megatron/core/distributed/distributed_data_parallel_config.py),
+# so a reduce-scatter moves 2 bytes a parameter (4 with FP32 reduction, which the model does not assume).
+GRAD_REDUCE_BYTES = 2
+# Gradients travel in buckets, each reduced as soon as the backward pass has filled it: Megatron-Core's
+# default bucket is max(40,000,000, 1,000,000 x data-parallel size) parameters ("larger DP sizes need larger
+# buckets to ensure collectives do not become latency-bound"; distributed_data_parallel_config.py). The last
+# bucket's reduce-scatter (after the backward pass ends) and the first bucket's parameter all-gather (before
+# the forward pass can start) cannot overlap compute.
+DP_BUCKET_PARAMS = 40e6
+# ... plus this many parameters a data-parallel rank (the same rule's 1,000,000 x DP size).
+DP_BUCKET_PARAMS_PER_RANK = 1e6
+# Parameters one GPU of a model-parallel group (tensor x pipeline) holds in the layouts large runs publish:
+# the Megatron-LM README's H100 scaling table (2024-07) gives each GPU 1.7B to 4.9B (GPT 1.7B on TP1, 7.1B on
+# TP2, 16B TP4, 32B TP8, 70B TP8 PP2, 119B TP8 PP4, 177B TP8 PP6, 314B TP8 PP8: 4.9B, 462B TP8 PP16) and Llama 3
+# 405B runs TP8 PP16, 3.2B (arXiv:2407.21783, Table 4). The layout rule: the smallest group (tensor parallel
+# up to a server, then pipeline stages, powers of two) that keeps a GPU at or below the most any of them
+# holds, 4.9B.
+MODEL_PARALLEL_PARAMS_PER_GPU = 4.9e9
+# Tokens in one optimizer step of pre-training on a modest cluster: Llama 2 (Touvron et al. 2023,
+# arXiv:2307.09288, section 2.2) trained its 7B to 70B models at a global batch of 4M tokens, and Llama 3
+# began its 405B run at 4M (arXiv:2407.21783, section 3.4.1).
+GLOBAL_BATCH_TOKENS = 4e6
+# Large runs grow the batch with the cluster, down to about 1,024 tokens a GPU a step: Llama 3 405B on 16,384
+# H100 at 16M tokens (16 sequences of 8,192 per data-parallel group x DP128; Table 4) and the Megatron-LM
+# README's strong scaling on 4,608 H100 at 1,152 sequences of 4,096 tokens both run exactly 1,024.
+MIN_TOKENS_PER_GPU = 1024
+# ... up to the largest dense batch published: Llama 3's 16M tokens (2,048 sequences of 8,192; section
+# 3.4.1 doubles 4M to 8M and then to 16M as training proceeds). Beyond 16,384 GPUs a GPU gets fewer tokens.
+MAX_GLOBAL_BATCH_TOKENS = 16_777_216
+
 # Mixture-of-experts: the least time one expert GEMM takes however small (us). A GEMM cannot end
 # before one tile has streamed its K-slice of the weights through the SM's load pipeline and written
 # its result: a few HBM round trips of ~0.6-0.8 us (H100/A100 load latency, Jia et al., "Dissecting

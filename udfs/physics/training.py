@@ -1,12 +1,13 @@
-"""Training compute from the architecture: 6·N·D to GPU-hours, days and cost, and data-parallel
-scale-out. Training memory (ZeRO, activations, LoRA/QLoRA, the fit check) is in training_memory.py."""
+"""Training compute from the architecture: 6·N·D to GPU-hours, days and cost, and scale-out across GPUs
+(layout, global batch, gradient synchronisation overlapped with the passes). Training memory (ZeRO, activations,
+LoRA/QLoRA, the fit check) is in training_memory.py."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from . import collectives, training_efficiency
-from .training_memory import GRAD_BYTES
+from . import calibration as cal, collectives, training_efficiency
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..errors import value_error
 from ..units import TERA
@@ -40,7 +41,8 @@ class ClusterRun:
         return self.compute_gpu_hours / self.scale_out
 
     def basis(self) -> str:
-        return (f"{self.mfu.basis}; the gradient all-reduce at {self.n_gpus:,} GPUs leaves {self.scale_out:.1%} of "
+        return (f"{self.mfu.basis}; the exposed gradient synchronisation at {self.n_gpus:,} GPUs leaves "
+                f"{self.scale_out:.1%} of "
                 f"the time computing (scale_out_efficiency)")
 
 
@@ -64,40 +66,104 @@ def on_cluster(model: Model, gpu: Gpu, tokens: float, n_gpus: int, precision: Pr
     return ClusterRun(n_gpus, found, compute, scale_out_efficiency(model, gpu, n_gpus, precision, mfu))
 
 
-# ---------------------------------------------------------------- data-parallel scale-out
-# Tokens in one optimizer step of pre-training: Llama 2 (Touvron et al. 2023, arXiv 2307.09288,
-# section 2.2) trained its 7B to 70B models at a global batch of 4M tokens.
-GLOBAL_BATCH_TOKENS = 4e6
+# ---------------------------------------------------------------- scale-out: layout, batch, gradient sync
+@dataclass(frozen=True)
+class Layout:
+    """How n GPUs split a training job: tensor parallel inside a server, pipeline stages across servers,
+    and data-parallel replicas of that model-parallel group (each replica reduces its share of gradients)."""
+    tp: int
+    pp: int
+    dp: int
+
+    @property
+    def group(self) -> int:
+        return self.tp * self.pp
+
+
+def layout(model: Model, gpu: Gpu, n_gpus: int) -> Layout:
+    """The smallest model-parallel group (tensor parallel up to a server, then pipeline stages, powers of two)
+    that keeps each GPU at or below calibration.MODEL_PARALLEL_PARAMS_PER_GPU parameters, as the Megatron-LM
+    and Llama 3 layouts do; never more GPUs than the job has."""
+    server = int(gpu.need("system_gpus", "training across GPUs"))
+    group = 1
+    while model.total_params / group > cal.MODEL_PARALLEL_PARAMS_PER_GPU and group < n_gpus:
+        group *= 2
+    group = min(group, n_gpus)
+    tp = min(group, server)
+    return Layout(tp, max(1, group // tp), max(1, n_gpus // group))
+
+
+def global_batch_tokens(n_gpus: int) -> float:
+    """Tokens in one optimizer step on n GPUs: GLOBAL_BATCH_TOKENS (4M) on a modest cluster, grown to keep
+    MIN_TOKENS_PER_GPU a GPU as large runs do, up to MAX_GLOBAL_BATCH_TOKENS (Llama 3's 16M)."""
+    return min(cal.MAX_GLOBAL_BATCH_TOKENS, max(cal.GLOBAL_BATCH_TOKENS, n_gpus * cal.MIN_TOKENS_PER_GPU))
 
 
 def allreduce_seconds(grad_bytes: float, n_gpus: int, gpus_per_system: int, link: collectives.Link | None,
                       ) -> float:
-    """Seconds of one gradient all-reduce over `n_gpus`, hierarchical as NCCL runs it: a ring within
-    each system over its GPU link, then a ring across the systems over each GPU's NIC
+    """Seconds of one all-reduce of `grad_bytes` over `n_gpus` ranks, `gpus_per_system` of them in each server,
+    hierarchical as NCCL runs it: a ring within each server over its GPU link (reduce-scatter, then
+    all-gather), and between them a ring across the servers over each GPU's NIC carrying its 1/g share
     (collectives.hierarchical_all_reduce_s)."""
     if min(n_gpus, gpus_per_system) > 1 and link is None:
         raise value_error("the GPU link is needed for an all-reduce within a system")
     return collectives.hierarchical_all_reduce_s(link or collectives.network(), n_gpus, gpus_per_system, grad_bytes)
 
 
+@dataclass(frozen=True)
+class Sync:
+    """One optimizer step's gradient synchronisation on a layout, and what of it the compute cannot hide."""
+    compute_s: float     # the step's compute on one GPU (forward a third, backward two thirds: 2 and 4 of 6·N·D)
+    comm_s: float        # reduce-scatter of the gradients + all-gather of the updated parameters, all buckets
+    buckets: int         # buckets the GPU's share of gradients travels in
+    exposed_s: float     # comm the compute does not hide
+
+    @property
+    def efficiency(self) -> float:
+        return self.compute_s / (self.compute_s + self.exposed_s)
+
+
+def gradient_sync(model: Model, gpu: Gpu, plan: Layout, compute_s: float) -> Sync:
+    """ZeRO-1/2 / Megatron's distributed optimizer, overlapped (--overlap-grad-reduce --overlap-param-gather):
+    each GPU's share of the gradients (its model-parallel slice, GRAD_REDUCE_BYTES a parameter) is
+    reduce-scattered over its data-parallel replicas bucket by bucket during the backward pass, and the updated
+    parameters all-gathered during the next forward pass; together the bytes of one all-reduce. A replica's
+    peers share a server when the group is smaller than the server (hierarchical: NVLink, then the NIC), else
+    every peer is in another server (the ring crosses the NIC). Exposed: what exceeds the pass it hides behind,
+    and never less than the last bucket's reduce-scatter and the first bucket's all-gather."""
+    if plan.dp <= 1:
+        return Sync(compute_s, 0.0, 0, 0.0)
+    server = int(gpu.need("system_gpus", "training across GPUs"))
+    share = model.total_params / plan.group
+    peers = max(1, min(plan.dp, server // plan.group))
+    link = collectives.link_class(gpu, peers, f"the gradient all-reduce over {plan.dp} replicas") if peers > 1 else None
+    bucket = max(cal.DP_BUCKET_PARAMS, cal.DP_BUCKET_PARAMS_PER_RANK * plan.dp)
+    buckets = max(1, math.ceil(share / bucket))
+    one = allreduce_seconds(share / buckets * cal.GRAD_REDUCE_BYTES, plan.dp, peers, link)
+    half, tail = buckets * one / 2, one / 2
+    exposed = max(tail, half - compute_s * 2 / 3) + max(tail, half - compute_s / 3)
+    return Sync(compute_s, buckets * one, buckets, exposed)
+
+
 def scale_out_efficiency(model: Model, gpu: Gpu, n_gpus: int, precision: Precision | str = "bf16",
-                         mfu: float | None = None, gpus_per_system: int | None = None) -> float:
-    """Share of a data-parallel step the GPUs spend computing: compute / (compute + all-reduce).
-    At a fixed global batch (GLOBAL_BATCH_TOKENS) each GPU's share of a step's compute shrinks as
-    1/n while the gradient all-reduce (FP32 gradients, GRAD_BYTES a parameter) does not, so the
-    efficiency falls with cluster size, faster once the ring leaves the server for the network.
-    No overlap of the all-reduce with the backward pass is assumed (an upper bound on the time). The
-    compute runs at the steady-state MFU of the training-efficiency table unless `mfu` is given."""
+                         mfu: float | None = None, gpus_per_system: int | None = None,
+                         batch_tokens: float | None = None, plan: Layout | None = None) -> float:
+    """Share of a training step the GPUs spend computing on n GPUs: compute / (compute + exposed gradient
+    synchronisation), gradient_sync on the layout (`layout`, or the one given) at the global batch
+    (global_batch_tokens, or the one given). The compute runs at the steady-state MFU of the
+    training-efficiency table unless `mfu` is given; the pipeline bubble and tensor-parallel traffic are
+    not added (they are in the measured steady-state MFU). `gpus_per_system` is the catalog's, kept for callers."""
     if n_gpus <= 1:
         return 1.0
     if mfu is None:
         mfu = training_efficiency.for_gpu(gpu, model.active, as_precision(precision).name, model.is_moe, "steady").mfu
-    unit = gpus_per_system or int(gpu.need("system_gpus", "training across GPUs"))
     peak = gpu.tensor_peak(precision, "training time", weight_only=False).tflops
-    compute = 6 * model.active * GLOBAL_BATCH_TOKENS / (n_gpus * peak * TERA * mfu)
-    link = collectives.link_class(gpu, min(n_gpus, unit), f"the gradient all-reduce over {n_gpus} GPUs") \
-        if min(n_gpus, unit) > 1 else None
-    comm = allreduce_seconds(model.total_params * GRAD_BYTES, n_gpus, unit, link)
-    return compute / (compute + comm)
+    tokens = batch_tokens or global_batch_tokens(n_gpus)
+    compute = 6 * model.active * tokens / (n_gpus * peak * TERA * mfu)
+    return gradient_sync(model, gpu, plan or layout(model, gpu, n_gpus), compute).efficiency
 
 
+
+# The largest cluster a dense run has published its layout for: Llama 3 405B on 16,384 H100 (arXiv:2407.21783,
+# Table 4), where the batch rule's 1,024 tokens a GPU meets its 16M-token cap.
+LARGEST_PUBLISHED_CLUSTER = int(cal.MAX_GLOBAL_BATCH_TOKENS // cal.MIN_TOKENS_PER_GPU)

@@ -16,8 +16,9 @@ and one spare copy (N+1).
 
 Counts are what is sold: owned options are whole systems (`system_gpus`: an 8-GPU HGX board, a
 72-GPU NVL72 rack, one PCIe card), cloud options whole instances (the cheapest price row's
-`gpu_count`). Training at scale loses time to the gradient all-reduce
-(training.scale_out_efficiency), so more GPUs cost more GPU-hours. A budget is cash (`Budget`):
+`gpu_count`). Training at scale loses time to the exposed gradient
+synchronisation (training.scale_out_efficiency: layout, batch, overlap), so more GPUs never cost fewer
+GPU-hours. A budget is cash (`Budget`):
 capex up front, rent or the data-centre month a month; a tie goes to fewer GPUs.
 
 Every sized option carries its evidence (physics.evidence.for_option: the measured rows of its

@@ -221,7 +221,7 @@ def mfu_basis(sc: Scenario, r: Row) -> str:
     scope = picker.training_scope(sc.kind)
     mfu = picker.training_mfu(r.gpu_row, sc.model, sc.precision, sc.kind)
     what = "steady-state MFU x TRAINING_GOODPUT" if scope == "run" else "steady-state MFU"
-    text = (f"GPU-hours sized at the {what}, {mfu.mfu:.3f} ({mfu.basis}), with the gradient all-reduce at "
+    text = (f"GPU-hours sized at the {what}, {mfu.mfu:.3f} ({mfu.basis}), with the exposed gradient synchronisation at "
             f"{plural(r.count, 'GPU')} leaving {_known(r.scale_efficiency, 'the scale-out efficiency'):.1%} of the time "
             f"computing: {_known(r.gpu_hours, 'the GPU-hours'):,.0f} GPU-hours, as TRAINING_GPU_HOURS(..., scope "
             f"{scope}, n_gpus {r.count}) gives.")
@@ -231,7 +231,19 @@ def mfu_basis(sc: Scenario, r: Row) -> str:
     cell, hours = whole
     what = "a whole run at the scale the measured runs had" if scope == "run" else "no all-reduce modelled"
     return (f"{text} With n_gpus blank TRAINING_GPU_HOURS uses the table's {scope} cell, {cell.mfu:.3f} MFU ({what}): "
-            f"{hours:,.0f} GPU-hours, {hours / _known(r.gpu_hours, 'the GPU-hours'):.2f}x.")
+            f"{hours:,.0f} GPU-hours, {hours / _known(r.gpu_hours, 'the GPU-hours'):.2f}x. {_why_apart(sc, r)}")
+
+
+def _why_apart(sc: Scenario, r: Row) -> str:
+    """Why the two figures differ: the cluster size behind the whole-run cell, and what this model loses to
+    gradient synchronisation at the option's count and at the largest published cluster."""
+    big = training.LARGEST_PUBLISHED_CLUSTER
+    at_big = training.scale_out_efficiency(sc.model, r.gpu_row, big, sc.precision)
+    return (f"The cell is what published runs took end to end on their own clusters (model cards: thousands of GPUs, "
+            f"where a model of this size gets few tokens a GPU a step); this model loses "
+            f"{1 - _known(r.scale_efficiency, 'the scale-out efficiency'):.1%} of the time to gradient "
+            f"synchronisation on {plural(r.count, 'GPU')} and {1 - at_big:.1%} on {big:,} (Llama 3's cluster); the "
+            f"rest of the gap is what those runs lost beyond that (docs/accuracy.md, whole-run cells).")
 
 
 def mfu_summary(sc: Scenario, r: Row) -> str:
@@ -243,7 +255,7 @@ def mfu_summary(sc: Scenario, r: Row) -> str:
                                        f"TRAINING_GPU_HOURS with "
                                        f"n_gpus blank) gives {whole[1] / _known(r.gpu_hours, 'the GPU-hours'):.2f}x "
                                        f"the GPU-hours (Assumptions)")
-    return f"MFU basis: {mfu:.3f} ({what}) plus the all-reduce at {plural(r.count, 'GPU')}{versus}."
+    return f"MFU basis: {mfu:.3f} ({what}) plus the gradient synchronisation at {plural(r.count, 'GPU')}{versus}."
 
 
 def evidence_sentence(sc: Scenario, r: Row) -> str:

@@ -39,7 +39,7 @@ def _mfu_assumption(res: Result) -> tuple[object, str]:
     sc, best = res.scenario, res.best
     table = ("udfs/data/training_efficiency.csv (TRAINING_MFU): by GPU generation, precision, size and dense/MoE, "
              "each cell the median of published runs; the steady-state cell x TRAINING_GOODPUT for pre-training, the "
-             "steady-state cell for fine-tuning, the gradient all-reduce at the option's GPUs added")
+             "steady-state cell for fine-tuning, the exposed gradient synchronisation at the option's GPUs added")
     if sc.serving or best is None:
         return "by GPU (training only)", table
     found = picker.training_mfu(best.gpu_row, sc.model, sc.precision, sc.kind)

@@ -16,11 +16,12 @@ MFU = Arg("mfu", "number", "Model FLOPs utilisation as a share of the dense tens
 SCOPE = Arg("scope", "choice", "What a blank mfu's figure includes: run (default) = whole-run GPU-hours as a model "
             "card counts them (restarts after failures, checkpointing, evaluation); steady = steady-state training "
             "throughput only", choices=training_efficiency.SCOPES, default="run")
-ON_GPUS = Arg("n_gpus", "integer", "GPUs training together (data parallel). Blank: a whole run at the scale the "
-              "measured runs had (the table's cell of the scope, from model-card runs on thousands of GPUs). Given: "
+ON_GPUS = Arg("n_gpus", "integer", "GPUs training together. Blank: a whole run as the published runs went, on "
+              "their own clusters (the table's cell of the scope, from model-card runs on thousands of GPUs). Given: "
               "the job on that many GPUs as GPU_RANK and the report size it: the steady-state MFU (x TRAINING_GOODPUT "
-              "for scope run; a number given as mfu instead), the data-parallel gradient all-reduce at n_gpus added "
-              "(TRAINING_MFU part scale_out gives its share)", "GPUs", default="", min=1)
+              "for scope run; a number given as mfu instead) and the exposed gradient synchronisation at n_gpus "
+              "(tensor/pipeline/data-parallel layout, a batch growing with the cluster, reduce-scatter and all-gather "
+              "overlapped with the passes; TRAINING_MFU part scale_out gives its share)", "GPUs", default="", min=1)
 
 
 def params_of(value: Model | float) -> float:
