@@ -161,7 +161,10 @@ def test_unmeasured_ranges_are_wider_than_measured_ones():
     def spread(gpu, engine):
         point, low, high = _three("SERVING_THROUGHPUT", "Llama 3.1 8B", gpu, "fp8", 2048, 2048, 1, "", engine, "")
         return (high - low) / point
-    assert spread("MI355X", "vllm") > spread("H100", "trtllm")
+    # an engine nothing measured (TGI) against a measured one, on the same GPU; the band of a measured regime
+    # holds what its rows measured (on H100 with TensorRT-LLM, two trtllm-serve bursts far below the steady
+    # state), so a regime of another vendor (MI355X with vLLM, AMD's tight rows widened) is no yardstick for it
+    assert spread("H100", "tgi") > spread("H100", "trtllm")
     defined = udfs.call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3", "", "", "", "", "", "NVIDIA")
     assert spread(defined, "trtllm") > spread("H100", "trtllm")
 
