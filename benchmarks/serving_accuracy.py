@@ -102,6 +102,8 @@ class Case:
     system: bool = False  # a whole system's result (MLPerf): its GPUs may run several model copies
     continuous: bool = False  # a fixed number of requests in flight under continuous batching
     kv: str | None = None     # the KV-cache format the row records ("KV cache FP8"); None: the engine's default
+    rate: float | None = None  # requests/s of a time-to-first-token row measured at a stated load
+    answer: float = 0.0        # that row's answer length (its requests stay in flight while they decode)
     burst: int = 0            # requests sent at once (a "1000 prompts" benchmark run); 0: a steady state
 
     def speed(self, value: float) -> float:
@@ -225,7 +227,11 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
         note = "; ".join(filter(None, [note, "per-sequence figure x batch"]))
         value *= batch
     if "ttft" in metric_text or "first-token" in metric_text or "first token" in metric_text:
-        return Case("prefill", batch=1, prompt=prompt or 1, output=1, measured=value, unit="ms", note=note, **common)
+        load = re.search(r"at ([\d.]+) requests?/s", metric_text)
+        if load and output:
+            note = "; ".join(filter(None, [note, f"{load.group(1)} request/s: the requests in flight by Little's law"]))
+        return Case("prefill", batch=1, prompt=prompt or 1, output=1, measured=value, unit="ms", note=note,
+                    rate=float(load.group(1)) if load and output else None, answer=output or 0.0, **common)
     if "prefill" in metric_text or "prompt processing" in metric_text:
         return Case("prefill", batch=1, prompt=prompt or 1, output=1, measured=value, unit="tokens/s",
                     note=note, **common)
@@ -286,10 +292,20 @@ def estimate(case: Case, eng: engines.Engine) -> float:
     if case.metric == "max_throughput":
         return max_throughput(case, eng)
     if case.metric == "prefill" and case.unit == "ms":
-        return capacity.time_to_first_token_s(m, g, p, case.prompt, 1, n, eng) * 1000
+        return capacity.time_to_first_token_s(m, g, p, case.prompt, 1, n, eng, running_at(case, eng)) * 1000
     if case.metric == "prefill":
         return case.prompt / capacity.prefill_seconds(m, g, p, case.prompt, 1, n, eng)
     raise ValueError(case.metric)
+
+
+def running_at(case: Case, eng: engines.Engine) -> float | None:
+    """Sequences an arriving request finds decoding at the row's request rate (Little's law: rate x the time a
+    request stays, its answer at the batch-1 step; Poisson arrivals see the time average); None: no load."""
+    if not case.rate:
+        return None
+    step = capacity.decode_step(case.model, case.gpu, case.precision, 1, case.prompt + case.answer / 2, case.n_gpus,
+                                case.kv, eng).total
+    return case.rate * case.answer * step
 
 
 def max_throughput(case: Case, eng: engines.Engine) -> float:

@@ -301,18 +301,37 @@ def test_time_to_first_token_grows_faster_than_the_prompt():
 
 
 def test_a_request_arriving_at_load_first_waits_for_the_running_step():
-    """A lone request starts at once; one that arrives while others decode waits out the step in
-    progress, half a step on average, before its prefill is scheduled."""
+    """A lone request's first token comes out of its prefill (no decode step of its own); one that arrives
+    while others decode waits out the step in progress, half a step on average, and the iteration that
+    prefills it also carries their decode: their step less what the prefill already pays (one read of the
+    weights, the fixed time)."""
     model, eng = catalog.model("Llama 3.1 8B"), engines.engine("trtllm")
     alone = capacity.time_to_first_token_s(model, H100, "fp8", 2048, 1, 1, eng)
+    assert alone == capacity.prefill_seconds(model, H100, "fp8", 2048, 1, 1, eng)
     busy = capacity.time_to_first_token_s(model, H100, "fp8", 2048, 1, 1, eng, running=64)
-    step = capacity.decode_step(model, H100, "fp8", 64, 2048, 1, None, eng).total
-    no_wait = capacity.prefill_seconds(model, H100, "fp8", 2048, 1, 1, eng) + step
-    assert busy == pytest.approx(no_wait + step / 2) and busy > alone
+    step = capacity.decode_step(model, H100, "fp8", 64, 2048, 1, None, eng)
+    read = model.total_params * 1 / (H100.bandwidth_tbs * 1e12 * eng.bandwidth_fraction(H100))   # FP8: 1 B a weight
+    fixed = capacity.decode_step(model, H100, "fp8", 1, 2048, 1, None, eng).overhead
+    assert busy == pytest.approx(alone + step.total / 2 + step.total - read - fixed)
+    assert alone + step.total / 2 < busy < alone + 1.5 * step.total
     point = capacity.serving_point(model, H100, "fp8", 2048, 256, 1, eng=eng, batch=32)
     step32 = capacity.decode_step(model, H100, "fp8", 32, 2048 + 128, 1, None, eng).total
-    prefill = capacity.prefill_seconds(model, H100, "fp8", 2048, 1, 1, eng)
-    assert point.ttft_ms == pytest.approx((prefill + 1.5 * step32) * 1000)
+    assert point.ttft_ms == pytest.approx((alone + 1.5 * step32 - read - fixed) * 1000)
+
+
+def test_a_short_prefill_pays_its_products_and_the_weights_read_added():
+    """A 128-token prompt puts the products near the ridge point: the prefill pays the products' compute
+    and one read of the weights added (neither roof is reached), plus the fixed time; a 16k-token one is
+    bound by its compute, the read adding a few per cent."""
+    model, eng = catalog.model("Llama 3.1 8B"), engines.engine("trtllm")
+    read = model.total_params * 2 / (H100.bandwidth_tbs * 1e12 * eng.bandwidth_fraction(H100))   # bf16
+    fixed = capacity.decode_step(model, H100, "bf16", 1, 128, 1, None, eng).overhead
+    compute = capacity.prefill_compute_s(model, H100, "bf16", 128, 1, 1, eng)
+    short = capacity.prefill_seconds(model, H100, "bf16", 128, 1, 1, eng)
+    assert short == pytest.approx(compute + read + fixed)
+    assert short > max(compute, read) + fixed
+    long = capacity.prefill_seconds(model, H100, "bf16", 8192, 1, 1, eng)
+    assert long < 1.05 * (capacity.prefill_compute_s(model, H100, "bf16", 8192, 1, 1, eng) + fixed)
 
 
 def test_a_step_beyond_the_cuda_graph_cap_pays_the_eager_launches():

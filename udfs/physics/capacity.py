@@ -274,32 +274,56 @@ def _prefill_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: floa
     split = _split(eng, n_gpus)
     stages = layout(gpu, eng, n_gpus)[1]      # a lone prompt passes the stages one after another
     tokens = prompt_tokens * batch
-    chunks = max(1, math.ceil(tokens / eng.max_num_tokens)) if eng.max_num_tokens else 1
-    compute = prefill_compute_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng) * stages
     dp = _dp_attention(model, eng, split)
+    own = tokens / split if dp and batch >= split else tokens     # data-parallel attention: each GPU its own prompts
+    chunks = max(1, math.ceil(own / eng.max_num_tokens)) if eng.max_num_tokens else 1
+    compute = prefill_compute_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng) * stages
     if dp and batch < split:        # data-parallel attention: fewer prompts than GPUs leave GPUs idle (upper bound)
         compute *= split / max(1.0, batch)
     per_gpu = _weights_gib(model, precision, n_gpus, eng) * GIB if dp \
         else serving.weight_bytes(model, precision) / split      # a layer pipeline reads them all, one GPU at a time
     reads = chunks * per_gpu * stages / _bandwidth(gpu, precision, eng)
-    return max(compute, reads) + chunks * _overhead_s(model, gpu, eng, n_gpus, tokens / chunks)
+    # added, not max(): a chunk of a few hundred tokens puts the products near the ridge point (intensity =
+    # tokens FLOPs a weight byte), where a kernel reaches neither roof; long chunks are compute-bound anyway
+    return compute + reads + chunks * _overhead_s(model, gpu, eng, n_gpus, own / chunks)
+
+
+def _shared_s(model: Model, gpu: Gpu, precision: Precision, n_gpus: int, eng: Engine, tokens: float) -> float:
+    """What a prefill and a decode step in the same engine iteration pay once: one read of the weights and
+    the iteration's fixed costs (the prefill already counts both)."""
+    split = _split(eng, n_gpus)
+    stages = layout(gpu, eng, n_gpus)[1]
+    per_gpu = _weights_gib(model, precision, n_gpus, eng) * GIB if _dp_attention(model, eng, split) \
+        else serving.weight_bytes(model, precision) / split
+    return per_gpu * stages / _bandwidth(gpu, precision, eng) + _overhead_s(model, gpu, eng, n_gpus, tokens)
+
+
+def _first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, batch: float, n_gpus: int,
+                   eng: Engine, step: Step | None, running: float) -> float:
+    """Time to the first token of `batch` prompts: the prefill, whose last position gives the first token (no
+    decode step of its own). With `running` sequences decoding, the request first waits out the step in
+    progress (wait_for_step), and the iteration that prefills it also decodes them: their step beyond what the
+    prefill already pays (the weights' read, the fixed costs)."""
+    prefill = _prefill_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng)
+    if running < 1 or step is None:
+        return prefill
+    carried = max(0.0, step.total - _shared_s(model, gpu, precision, n_gpus, eng, prompt_tokens * batch))
+    return wait_for_step(step.total, running) + prefill + carried
 
 
 def time_to_first_token_s(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
                           prompt_tokens: float = defaults.PROMPT_TOKENS,
                           batch: float = 1, n_gpus: int = 1, eng: Engine | str | None = None,
                           running: float | None = None) -> float:
-    """Prefill of the prompts, plus one decode step: the first token goes out at the end of an
-    engine iteration, which also carries the decode of the running batch (`running`
-    sequences; by default the arriving batch itself, which is what a lone request sees). A request
-    that arrives while `running` sequences decode first waits for the step in progress (wait_for_step)."""
+    """Prefill of the prompts, whose last position gives the first token: what a lone request sees
+    (`running` blank or 0). A request that arrives while `running` sequences decode first waits for the
+    step in progress, and its prefill shares an iteration with their decode (_first_token_s)."""
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
     check_fit(model, gpu, precision, prompt_tokens, max(batch, running or 0), n_gpus, None, eng)
-    step = _decode_step(model, gpu, precision, running or batch, prompt_tokens, n_gpus, eng.kv_format(precision),
-                        eng).total
-    return wait_for_step(step, running or 0) + _prefill_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng) \
-        + step
+    step = _decode_step(model, gpu, precision, running, prompt_tokens, n_gpus, eng.kv_format(precision), eng) \
+        if running else None
+    return _first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng, step, running or 0)
 
 
 def wait_for_step(step_s: float, running: float) -> float:
@@ -422,8 +446,8 @@ def _tpot_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> fl
 def _ttft_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
     """A new request's wait for the step in progress (the batch's other sequences decoding), its
     prefill, finished in an iteration that also decodes the running batch."""
-    step = _decode_step(model, gpu, precision, batch, prompt + output / 2, n_gpus, kv, eng).total
-    return wait_for_step(step, batch - 1) + _prefill_s(model, gpu, precision, prompt, 1, n_gpus, eng) + step
+    step = _decode_step(model, gpu, precision, batch, prompt + output / 2, n_gpus, kv, eng)
+    return _first_token_s(model, gpu, precision, prompt, 1, n_gpus, eng, step, batch - 1)
 
 
 def _latency_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
