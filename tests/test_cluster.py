@@ -104,3 +104,27 @@ def test_training_mfu_with_n_gpus_is_the_cell_times_the_scale_out():
     for n in (1024, 16384):
         got = udfs.call("TRAINING_MFU", "H100", "Llama 3.1 405B", "bf16", "steady", "mfu", n)
         assert got == pytest.approx(cell * training.scale_out_efficiency(model, h100, n))
+
+
+def test_the_report_says_why_the_whole_run_cell_and_the_sized_job_differ():
+    """A buyer shown the sized job's hours and the whole-run cell's (n_gpus blank) is told why they differ: the
+    share this model loses at the option's count and at Llama 3's 16,384 GPUs, from the same physics."""
+    from udfs.planning import report_model, scenario
+    sc = scenario.from_dict({"name": "why", "workload": {"kind": "train", "model": "Llama 3.1 8B", "tokens": 15e12,
+                                                         "precision": "bf16"},
+                             "constraints": {"deadline_days": 90},
+                             "candidates": {"gpus": ["H100 SXM"], "pricing": ["cloud"], "tiers": "any"}})
+    res = report_model.analyse(sc, sensitivity=False)
+    best = res.best
+    big = training.LARGEST_PUBLISHED_CLUSTER
+    at_big = training.scale_out_efficiency(catalog.model("Llama 3.1 8B"), catalog.gpu("H100 SXM"), big)
+    assert big == 16384
+    assert f"{1 - best.scale_efficiency:.1%} of the time to gradient synchronisation" in res.mfu_basis
+    assert f"{1 - at_big:.1%} on {big:,}" in res.mfu_basis
+    assert at_big < best.scale_efficiency
+
+
+def test_the_basis_names_the_layout_and_batch_it_was_sized_on():
+    text = udfs.call("TRAINING_MFU", "H100", "Llama 3.1 405B", "bf16", "run", "basis", 16384)
+    plan = training.layout(catalog.model("Llama 3.1 405B"), catalog.gpu("H100 SXM"), 16384)
+    assert f"TP{plan.tp} PP{plan.pp} DP{plan.dp}, {training.global_batch_tokens(16384):,.0f} tokens a step" in text

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from . import calibration as cal, collectives, training_efficiency
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..errors import value_error
+from ..words import plural
 from ..units import TERA
 
 
@@ -35,15 +36,17 @@ class ClusterRun:
     mfu: training_efficiency.Efficiency   # the compute MFU (its basis) before the all-reduce
     compute_gpu_hours: float               # the compute alone at that MFU (one GPU's speed x count)
     scale_out: float                       # share of the time computing at n_gpus (scale_out_efficiency)
+    plan: Layout | None = None             # the layout it was sized on (None: one GPU)
 
     @property
     def gpu_hours(self) -> float:
         return self.compute_gpu_hours / self.scale_out
 
     def basis(self) -> str:
-        return (f"{self.mfu.basis}; the exposed gradient synchronisation at {self.n_gpus:,} GPUs leaves "
-                f"{self.scale_out:.1%} of "
-                f"the time computing (scale_out_efficiency)")
+        on = "" if self.plan is None else (f" (TP{self.plan.tp} PP{self.plan.pp} DP{self.plan.dp}, "
+                                           f"{global_batch_tokens(self.n_gpus):,.0f} tokens a step)")
+        return (f"{self.mfu.basis}; the exposed gradient synchronisation at {plural(self.n_gpus, 'GPU')}{on} leaves "
+                f"{self.scale_out:.1%} of the time computing (scale_out_efficiency)")
 
 
 def cluster_mfu(gpu: Gpu, model: Model, precision: Precision | str, scope: str) -> training_efficiency.Efficiency:
@@ -63,7 +66,8 @@ def on_cluster(model: Model, gpu: Gpu, tokens: float, n_gpus: int, precision: Pr
     found = cluster_mfu(gpu, model, precision, scope) if mfu is None else \
         training_efficiency.Efficiency(mfu, f"the MFU given, {mfu:g}", False)
     compute = training_gpu_hours(model.active, tokens, gpu, found.mfu, precision, flops_per_param)
-    return ClusterRun(n_gpus, found, compute, scale_out_efficiency(model, gpu, n_gpus, precision, mfu))
+    plan = layout(model, gpu, n_gpus) if n_gpus > 1 else None
+    return ClusterRun(n_gpus, found, compute, scale_out_efficiency(model, gpu, n_gpus, precision, mfu, plan=plan), plan)
 
 
 # ---------------------------------------------------------------- scale-out: layout, batch, gradient sync
