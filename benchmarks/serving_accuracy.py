@@ -365,6 +365,7 @@ class Fitted:
     hi: float
     basis: str
     tied: tuple[str, ...] = ()   # fields set to the same value (one unit runs several formats)
+    lent: tuple[str, ...] = ()   # engines that ship the value the rule picks, with no row in its pool
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -393,7 +394,9 @@ FITTED = (
            "outside the graph in every layer"),
     Fitted("gpt-fast", "layer_overhead_us", 10.0, 0.0, 500.0,
            "gpt-fast batch-1 rows (Llama 2 7B and 70B on 1-8 A100s, bf16 and int8): the decode step is one CUDA graph, "
-           "so what a layer costs beyond its bytes is its kernels' own start, ramp and tail"),
+           "so what a layer costs beyond its bytes is its kernels' own start, ramp and tail; vLLM V0, which replays "
+           "its decode step as one CUDA graph too, ships the same value (none of its rows chose it)",
+           lent=("vLLM V0",)),
     Fitted("Intel Gaudi software", "matmul_fraction_8", 0.70, 0.1, 1.0,
            "Intel's Gaudi 3 fixed-batch rows (Gaudi software 1.18.0): batches of 44 to 4,000 sequences are bound by "
            "the matrix products; Gaudi 3 runs FP8 and BF16 on the same matrix engines at the same peak, so one share "
@@ -433,7 +436,7 @@ def profile(case: Case, cases: list[Case], fold_values: dict[Fitted, Callable[[s
     eng = case.engine
     values = fold_values if fold_values is not None else fitted_out_of_fold(cases)
     for fit in FITTED:
-        if fit.selects(case):
+        if fit.selects(case):       # an engine the value is lent to has no row in the pool: it ships the pool's value
             eng = with_value(eng, fit, values[fit](case.ref))
     return eng
 

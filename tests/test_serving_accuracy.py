@@ -109,6 +109,8 @@ def test_shipped_constants_are_what_the_rule_chooses_from_all_rows():
             shipped = getattr(engines.engine(fit.engine), field)
             assert shipped == pytest.approx(acc.choose(fit, cases), abs=0.006, rel=0.002), (fit.engine, field)
             assert field in engines.engine(fit.engine).fitted
+            for other in fit.lent:          # an engine lent the value ships it too, and says whose it is
+                assert getattr(engines.engine(other), field) == shipped and fit.engine in engines.engine(other).note
 
 
 def test_leave_one_out_really_leaves_the_row_out(evaluated):
