@@ -926,7 +926,8 @@ def format_report(report: Report, worst: int = 5) -> str:
     lines.append("")
     lines.append(f"Constants chosen from rows: the training-efficiency table (udfs/data/{teff.FILE}: each cell "
                  f"the median MFU of its measured rows; out of sample, folds dealt by source); llama.cpp and MLC-LLM "
-                 f"achieved bandwidth (udfs/data/engines.csv, "
+                 f"achieved bandwidth, the fixed time per layer of gpt-fast (lent to vLLM V0) and vLLM V1, the "
+                 f"Intel Gaudi software's matrix share (udfs/data/engines.csv, "
                  f"column `fitted`; "
                  f"benchmarks/serving_accuracy.py lists the rule's values); the caching allocator's reserve in "
                  f"training memory (ALLOCATOR_RESERVE, udfs/physics/calibration.py: the median share the rows "
