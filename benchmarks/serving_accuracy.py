@@ -375,7 +375,8 @@ class Fitted:
         if case.engine.name != self.engine:
             return False
         if self.field.startswith("bandwidth_fraction_"):
-            kind = "hbm" if "HBM" in case.gpu.memory_type.upper() else "gddr"
+            memory = case.gpu.memory_type.upper()
+            kind = "hbm" if "HBM" in memory else "unified" if "UNIFIED" in memory else "gddr"
             return case.metric == "decode_b1" and self.field.endswith(kind)
         if self.field == "layer_overhead_us":
             return case.metric == "decode_b1"
@@ -385,8 +386,9 @@ class Fitted:
 
 
 FITTED = (
-    Fitted("llama.cpp", "bandwidth_fraction_gddr", 0.90, 0.3, 1.0,
-           "llama.cpp batch-1 rows on GDDR cards and unified memory (Apple)"),
+    Fitted("llama.cpp", "bandwidth_fraction_gddr", 0.90, 0.3, 1.0, "llama.cpp batch-1 rows on GDDR cards"),
+    Fitted("llama.cpp", "bandwidth_fraction_unified", 0.90, 0.3, 1.0,
+           "llama.cpp batch-1 rows on Apple silicon's unified memory (Metal kernels)"),
     Fitted("llama.cpp", "bandwidth_fraction_hbm", 0.80, 0.3, 1.0, "llama.cpp batch-1 rows on HBM parts"),
     Fitted("MLC-LLM", "bandwidth_fraction_gddr", 0.90, 0.3, 1.0, "MLC-LLM batch-1 rows"),
     Fitted("vLLM", "layer_overhead_us", 10.0, 0.0, 500.0,

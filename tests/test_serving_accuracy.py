@@ -306,3 +306,15 @@ def test_a_time_to_first_token_row_at_a_stated_load_finds_requests_in_flight(eva
         assert running == pytest.approx(c.rate * c.answer / decode)
         alone = capacity.time_to_first_token_s(c.model, c.gpu, c.precision, c.prompt, 1, c.n_gpus, c.engine) * 1000
         assert r.estimate > alone
+
+
+def test_each_memory_kind_has_its_own_share_for_llama_cpp():
+    """llama.cpp's achieved share of bandwidth is chosen per memory kind (HBM, GDDR, Apple's unified memory:
+    the Metal kernels reach less of it than the CUDA kernels of GDDR); an engine with no unified-memory share
+    uses its GDDR share there."""
+    llama, mlc = engines.engine("llama.cpp"), engines.engine("MLC-LLM")
+    apple, rtx, h100 = catalog.gpu("Apple M2 Ultra 192GB"), catalog.gpu("RTX 4090"), catalog.gpu("H100 SXM")
+    shares = [llama.bandwidth_fraction(g) for g in (apple, rtx, h100)]
+    assert shares == [llama.bandwidth_fraction_unified, llama.bandwidth_fraction_gddr, llama.bandwidth_fraction_hbm]
+    assert len(set(shares)) == 3 and shares[0] < shares[1]
+    assert mlc.bandwidth_fraction_unified is None and mlc.bandwidth_fraction(apple) == mlc.bandwidth_fraction_gddr

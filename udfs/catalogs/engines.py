@@ -64,6 +64,7 @@ class Engine:
     precisions: tuple[str, ...]
     bandwidth_fraction_hbm: float
     bandwidth_fraction_gddr: float
+    bandwidth_fraction_unified: float | None   # unified memory (Apple silicon); blank: the GDDR share
     quantized_factor: float
     layer_overhead_us: float
     step_overhead_us: float
@@ -93,8 +94,14 @@ class Engine:
         return self.moe_parallel == "expert_dp"
 
     def bandwidth_fraction(self, gpu: Gpu) -> float:
-        hbm = "HBM" in (gpu.memory_type or "").upper()
-        return self.bandwidth_fraction_hbm if hbm else self.bandwidth_fraction_gddr
+        """Achieved share of the GPU's memory bandwidth by memory kind: HBM, unified memory (a system on a
+        chip: Apple silicon; the GDDR share where the profile has none), or GDDR."""
+        kind = (gpu.memory_type or "").upper()
+        if "HBM" in kind:
+            return self.bandwidth_fraction_hbm
+        if "UNIFIED" in kind and self.bandwidth_fraction_unified is not None:
+            return self.bandwidth_fraction_unified
+        return self.bandwidth_fraction_gddr
 
     def matmul_fraction(self, bits: int) -> float:
         """Achieved share of the dense tensor peak of the format the products run in, for

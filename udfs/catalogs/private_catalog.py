@@ -79,6 +79,7 @@ LIMITS: dict[str, dict[str, numbers.Range]] = {
                   "usd_per_gpu_hour": _R(0, 1e5, low_open=True)},
     "api_prices.csv": dict.fromkeys(("usd_per_1m_input", "usd_per_1m_output"), _R(0, 10_000)),
     "engines.csv": {**dict.fromkeys(("memory_fraction", "bandwidth_fraction_hbm", "bandwidth_fraction_gddr",
+                                     "bandwidth_fraction_unified",
                                      "quantized_factor", "matmul_fraction_16", "matmul_fraction_8",
                                      "matmul_fraction_4"), SHARE),
                     "activation_reserve_gib": _R(0, 10_000), "max_batch": _R(1, 1e7, whole=True),
