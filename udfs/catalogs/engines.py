@@ -15,7 +15,7 @@ A profile holds what changes between engines for the same model and GPU:
   splits mixture-of-experts layers (`moe_parallel` "tensor": a slice of every expert on each GPU, the
   engines' default; "expert": E/n whole experts a GPU, vLLM's --enable-expert-parallel, SGLang's --ep-size;
   "expert_dp": the same with data-parallel attention, SGLang's --enable-dp-attention);
-- kernel efficiency: the achieved share of memory bandwidth (HBM and GDDR) and of the tensor
+- kernel efficiency: the achieved share of memory bandwidth (HBM, GDDR, and unified memory where given) and of the tensor
   peak of each number format (one table for prefill and decode matrix products), and the fixed time per layer
   and per step that does not scale with bytes;
 - CUDA graphs: the most tokens a step may hold and still replay a captured graph (`graph_max_batch`: vLLM V1

@@ -138,7 +138,7 @@ def max_context(model, gpu, precision, batch, n_gpus, usable_fraction, engine):
            "(see SERVING_THROUGHPUT for the rate under continuous batching).", "tokens/s (total)", "Serving",
            [MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS, ENGINE],
            examples=[(("Llama 2 7B", "H100", "fp16", 1, 1024), 182.11),
-                     (("Llama 3 8B", "RTX 4090", "q4_k_m", 1, 512, 1, "llama.cpp"), 115.34)], kind="rate")
+                     (("Llama 3 8B", "RTX 4090", "q4_k_m", 1, 512, 1, "llama.cpp"), 122.95)], kind="rate")
 def decode_tokens_per_sec(model, gpu, precision, batch, context, n_gpus, engine):
     return batch / capacity.decode_step(model, gpu, precision, batch, context, n_gpus, None, engine or None).total
 
