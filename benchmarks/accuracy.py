@@ -45,8 +45,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))   # run as a script from a checkout
 
 from benchmarks import folds  # noqa: E402
-from udfs.catalogs import catalog  # noqa: E402
-from udfs.physics import calibration, evidence, serving, training, training_memory  # noqa: E402
+from udfs.catalogs import catalog, resolve  # noqa: E402
+from udfs.physics import calibration, defaults, evidence, serving, training, training_memory  # noqa: E402
 from udfs.physics import training_efficiency as teff  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 from udfs.units import GIB  # noqa: E402
@@ -57,8 +57,8 @@ METRICS = {
     "max_throughput": "Max-throughput output tokens/s (SERVING_THROUGHPUT)",
     "prefill": "Time to first token / prefill",
     "training_hours": "Whole-run training GPU-hours (efficiency table, scope run)",
-    "mfu": "Training throughput: steady-state MFU (efficiency table) vs reported",
-    "scaling": "Training MFU at the row's GPU count (steady-state cell x gradient-sync scale-out)",
+    "mfu": "Training throughput: steady-state MFU (step-time model) vs reported, 6·N basis",
+    "scaling": "Training MFU at the row's GPU count (steady-state MFU x gradient-sync scale-out)",
     "cluster_hours": "Whole-run GPU-hours on the row's GPU count (TRAINING_GPU_HOURS with n_gpus)",
     "fit": "Memory fit / out of memory (right or wrong)",
     "memory": "Memory in GB (like-for-like rows)",
@@ -126,6 +126,7 @@ class Report:
     comparisons: list[Comparison]
     skipped: list[Skip]
     pools: list[tuple[str, int]] = field(default_factory=list)   # constants chosen from rows: rows each
+    baselines: list[str] = field(default_factory=list)          # a replaced model, scored on the same rows
 
     def of(self, metric: str) -> list[Comparison]:
         return [c for c in self.comparisons if c.metric == metric]
@@ -240,6 +241,22 @@ def _case_config(case) -> Config:
 
 # ---------------------------------------------------------------------------- training
 
+# How a source counts the FLOPs of a token behind its MFU or TFLOP/s (the `flops_counted` column), so each row's
+# figure is put on the one basis the estimates use, 6·N (N: the row's parameters): a per-token count from the
+# row's layers L, hidden size h, vocabulary V and sequence s. Blank: not stated, taken as 6·N.
+FLOPS_COUNTED = {
+    "6N": lambda n, L, h, V, s: 6 * n,
+    # llm-foundry's MFU (scripts/train/benchmarking/README.md): 6·N plus attention counted unmasked, 12·L·h·s.
+    "6N+attention": lambda n, L, h, V, s: 6 * n + 12 * L * h * s,
+    # Megatron-Core r0.8 (megatron/training/training.py num_floating_point_operations, GPT: 4h MLP, no GQA):
+    # 72·L·h² + 12·L·h·s + 6·V·h (the output head; no input embedding).
+    "megatron": lambda n, L, h, V, s: 72 * L * h * h + 12 * L * h * s + 6 * V * h,
+    # Narayanan et al. 2021 (arXiv:2104.04473, eq. 3) count the recomputed forward pass too:
+    # 96·L·h²·(1 + s/6h + V/16Lh) a token.
+    "megatron-2021": lambda n, L, h, V, s: 96 * L * h * h + 16 * L * h * s + 6 * V * h,
+}
+
+
 @dataclass(frozen=True)
 class TrainingRow:
     """A measured training row as the efficiency table reads it: steady-state MFU (reported, or
@@ -255,14 +272,21 @@ class TrainingRow:
     n_gpus: int
     tokens: float | None
     hours: float | None          # whole-run GPU-hours (a model card's, or GPUs x wall-clock days)
-    mfu: float | None            # steady-state MFU
+    mfu: float | None            # steady-state MFU, 6·N basis
     note: str = ""               # the row's note (its layout and global batch, where stated)
     count_stated: bool = False   # the row gives its GPU count
+    shape: teff.Shape | None = None    # the step model's reading of the run (steady rows)
+    shape_note: str = ""          # what the row did not state and was taken
 
     def point(self, scope: str) -> teff.Point:
-        value = self.mfu if scope == "steady" else self.implied_mfu()
+        if scope == "steady":
+            assert self.mfu is not None and self.shape is not None
+            value = teff.share_from(self.shape, self.gpu, self.precision, self.mfu)
+            size = teff.ANY_SIZE
+        else:
+            value, size = self.implied_mfu(), teff.size_class(self.params)
         assert value is not None
-        return teff.Point(teff.generation_of(self.gpu), self.precision, teff.size_class(self.params),
+        return teff.Point(teff.generation_of(self.gpu), teff.table_precision(self.precision), size,
                           "MoE" if self.moe else "dense", scope, value, f"{self.ref} {self.model}")
 
     def implied_mfu(self) -> float | None:
@@ -276,6 +300,35 @@ class TrainingRow:
 
     def scopes(self) -> list[str]:
         return [s for s, v in (("run", self.implied_mfu()), ("steady", self.mfu)) if v]
+
+
+def _int(text: str | None) -> int | None:
+    value = number(text or "")
+    return int(value) if value else None
+
+
+def row_shape(row: dict[str, str], model: catalog.Model | None, params: float) -> tuple[teff.Shape, str]:
+    """The shape a steady row ran at: its stated layers, hidden size and sequence, else the catalog model's layout,
+    else the layout a bare count borrows (resolve.lender), as the worksheet functions do; a sequence not stated is
+    the default SEQ_LEN. The note says what was taken."""
+    layout = model if model is not None and model.layers else resolve.model(params)
+    layers, hidden = _int(row.get("layers")), _int(row.get("hidden"))
+    seq = _int(row.get("seq_len"))
+    notes = [] if (layers and hidden) or (model is not None and model.layers) else \
+        [f"layout not stated: {layout.layout_from or layout.name}'s"]
+    if not seq:
+        notes.append(f"sequence not stated: {defaults.SEQ_LEN}")
+    width = hidden if hidden else layout.heads * layout.head_size       # a stated hidden size: multi-head attention
+    return teff.Shape(params, layers or layout.layers, hidden or layout.hidden, width, seq or defaults.SEQ_LEN), \
+        "; ".join(notes)
+
+
+def six_n_mfu(reported: float, counted: str, row: dict[str, str], shape: teff.Shape, params: float) -> float:
+    """The row's MFU on the 6·N basis: its reported figure x 6·N / the FLOPs its source counts a token."""
+    count = FLOPS_COUNTED.get(counted or "6N")
+    if count is None:
+        raise ValueError(f"flops_counted {counted!r} is none of {sorted(FLOPS_COUNTED)}")
+    return reported * 6 * params / count(params, shape.layers, shape.hidden, _int(row.get("vocab")) or 0, shape.seq_len)
 
 
 def training_row(ref: str, row: dict[str, str]) -> TrainingRow | Skip:
@@ -299,9 +352,16 @@ def training_row(ref: str, row: dict[str, str]) -> TrainingRow | Skip:
     if mfu is None and row["achieved_tflops_per_gpu"].strip() and peak:
         mfu = number(row["achieved_tflops_per_gpu"]) / peak
     tokens = number(row["tokens"])
+    shape, shape_note = (None, "")
+    if mfu and params:
+        shape, shape_note = row_shape(row, model, params)
+        counted = (row.get("flops_counted") or "").strip()
+        mfu = six_n_mfu(mfu, counted, row, shape, params)
+        shape_note = "; ".join(n for n in (shape_note, "" if counted else "FLOP count not stated: 6·N") if n)
     found = TrainingRow(ref, what, row["source"], gpu, model.name if model else row["model"], params,
                         bool(model.is_moe) if model else (row.get("architecture") or "").strip() == "MoE",
-                        precision, int(count or 1), tokens, hours, mfu, row.get("note") or "", bool(count))
+                        precision, int(count or 1), tokens, hours, mfu, row.get("note") or "", bool(count), shape,
+                        shape_note)
     if not params or not found.scopes():
         return Skip(what, "no GPU-hours with a token count, wall time or MFU" +
                     (" (GPU-hours without a token count)" if hours and not tokens else ""))
@@ -330,7 +390,8 @@ def compare_training(rows) -> tuple[list[Comparison], list[Skip]]:
     held_out = efficiency_out_of_fold(found)
     for r in found:
         config = Config(r.model, r.params, r.moe, r.gpu, r.precision, r.n_gpus)
-        key = (teff.generation_of(r.gpu), r.precision, teff.size_class(r.params), r.moe)
+        shape = r.shape or teff.shape_of(resolve.model(row_model(r)))
+        key = (r.gpu, shape, r.precision, r.moe)
         shipped, without = (teff.lookup(*key, "run"), teff.lookup(*key, "run", held_out(r.source)))
         if "run" in r.scopes():
             est, out_of = (training.training_gpu_hours(r.params, r.tokens or 0, r.gpu, e.mfu, r.precision)
@@ -342,8 +403,9 @@ def compare_training(rows) -> tuple[list[Comparison], list[Skip]]:
         if r.mfu:
             steady = teff.lookup(*key, "steady")
             without_row = teff.lookup(*key, "steady", held_out(r.source)).mfu
-            out.append(Comparison("mfu", r.what, r.mfu, steady.mfu, f"fraction of dense {r.precision} peak",
-                                  f"table: {steady.basis}", without_row, config))
+            note = steady.basis + (f"; {r.shape_note}" if r.shape_note else "")
+            out.append(Comparison("mfu", r.what, r.mfu, steady.mfu, f"6·N MFU of dense {r.precision} peak", note,
+                                  without_row, config))
             if r.n_gpus > 1 and r.count_stated:
                 out.append(scaling_comparison(r, steady.mfu, without_row, config))
     return out, skipped
@@ -385,7 +447,7 @@ def scaling_comparison(r: TrainingRow, cell: float, cell_out: float, config: Con
            for m in (cell, cell_out)]
     note = (f"TP{plan.tp} PP{plan.pp} DP{plan.dp} {'as stated' if layout else 'by the layout rule'}, "
             f"{tokens:,.0f} tokens a step {'as stated' if batch else 'by the batch rule'}: scale-out {eff[0]:.3f}")
-    return Comparison("scaling", r.what, r.mfu or 0, cell * eff[0], f"fraction of dense {r.precision} peak", note,
+    return Comparison("scaling", r.what, r.mfu or 0, cell * eff[0], f"6·N MFU of dense {r.precision} peak", note,
                       cell_out * eff[1], config)
 
 
@@ -400,9 +462,71 @@ def cluster_hours_comparison(r: TrainingRow, key, without, config: Config) -> Co
         scale = training.scale_out_efficiency(model, r.gpu, r.n_gpus, r.precision, steady)
         est.append(training.training_gpu_hours(r.params, r.tokens or 0, r.gpu, steady * calibration.TRAINING_GOODPUT,
                                                r.precision) / scale)
-    note = (f"{r.n_gpus:,} GPUs: steady cell x TRAINING_GOODPUT {calibration.TRAINING_GOODPUT:g}, scale-out "
+    note = (f"{r.n_gpus:,} GPUs: steady-state MFU x TRAINING_GOODPUT {calibration.TRAINING_GOODPUT:g}, scale-out "
             f"{training.scale_out_efficiency(model, r.gpu, r.n_gpus, r.precision):.3f}")
     return Comparison("cluster_hours", r.what, r.hours or 0, est[0], "GPU-hours", note, est[1], config)
+
+
+def _size_class_figure(cells: dict[tuple, float], r: TrainingRow) -> float | None:
+    """The replaced rule's figure for a row: its cell, else its generation's median over sizes; Blackwell, CDNA3 and
+    Gaudi then Hopper's, Ada/Volta/Turing Ampere's; MoE without a cell dense x MOE_TRAINING_EFFICIENCY; fp8
+    without one bf16 x FP8_FALLBACK."""
+    gen, prec, size, moe = teff.generation_of(r.gpu), teff.table_precision(r.precision), teff.size_class(r.params), r.moe
+
+    def figure(gen: str, prec: str, moe: bool) -> float | None:
+        for g in (gen, *teff.NEAREST.get(gen, ())):
+            same = [v for (cg, cp, cs, cm), v in cells.items() if (cg, cp, cm) == (g, prec, moe)]
+            if same:
+                return cells.get((g, prec, size, moe), statistics.median(same))
+        return None
+    found = figure(gen, prec, moe)
+    if found is None and moe:
+        dense = figure(gen, prec, False)
+        found = dense * calibration.MOE_TRAINING_EFFICIENCY if dense else None
+    if found is None and prec == "fp8":
+        bf16 = figure(gen, "bf16", moe)
+        found = bf16 * teff.FP8_FALLBACK if bf16 else None
+    return found
+
+
+def size_class_baseline(rows: list[TrainingRow], scored: list[Comparison]) -> list[str]:
+    """The steady-state rule the step-time model replaced (each cell the median 6·N MFU of its rows, by generation
+    x precision x size class x dense/MoE), scored on the same rows and source folds, alone (mfu) and times the same
+    scale-out as each scaling row (scaling), so the two models compare."""
+    steady = [r for r in rows if r.mfu]
+
+    def choose(pool: list[TrainingRow]) -> dict[tuple, float]:
+        groups: dict[tuple, list[float]] = {}
+        for r in pool:
+            key = (teff.generation_of(r.gpu), teff.table_precision(r.precision), teff.size_class(r.params), r.moe)
+            groups.setdefault(key, []).append(r.mfu or 0)
+        return {k: statistics.median(v) for k, v in groups.items()}
+    full, held = choose(steady), folds.out_of_fold(steady, lambda r: r.source, choose)
+    by_row: dict[str, dict[str, Comparison]] = {}
+    for c in scored:
+        by_row.setdefault(c.row, {})[c.metric] = c
+    errors: dict[str, list[tuple[bool, float, float]]] = {"mfu": [], "scaling": []}
+    for r in steady:
+        cells = [_size_class_figure(t, r) or 0 for t in (full, held(r.source))]
+        mine = by_row.get(r.what, {})
+        for metric in errors:
+            if metric not in mine or "mfu" not in mine:
+                continue
+            c, m = mine[metric], mine["mfu"]
+            scale = (c.estimate / m.estimate, (c.estimate_out or c.estimate) / (m.estimate_out or m.estimate))
+            errors[metric].append((r.moe, abs(cells[0] * scale[0] / (r.mfu or 1) - 1),
+                                   abs(cells[1] * scale[1] / (r.mfu or 1) - 1)))
+    out = []
+    for metric, found in errors.items():
+        if not found:
+            continue
+        dense = [e for moe, _, e in found if not moe]
+        out.append(f"{metric} baseline: the size-class cells the step-time model replaced (median 6·N MFU by generation "
+                   f"x precision x size class x dense/MoE{'' if metric == 'mfu' else ', x the same scale-out'}), on the "
+                   f"same {len(found)} rows and source folds: in sample {_pct(statistics.median(e for _, e, _ in found))}, "
+                   f"out of sample {_pct(statistics.median(e for _, _, e in found))} (dense "
+                   f"{_pct(statistics.median(dense)) if dense else 'none'})")
+    return out
 
 
 def efficiency_text(directory: Path, path: Path = EFFICIENCY_PATH) -> str:
@@ -755,7 +879,8 @@ def run(directory: Path) -> Report:
         found, left = compare(read_rows(directory, name))
         comparisons += found
         skipped += left
-    return Report(comparisons, skipped, constant_pools(directory))
+    found, _ = training_rows(read_rows(directory, "training_measured.csv"))
+    return Report(comparisons, skipped, constant_pools(directory), size_class_baseline(found, comparisons))
 
 
 def constant_pools(directory: Path) -> list[tuple[str, int]]:
@@ -924,8 +1049,9 @@ def format_report(report: Report, worst: int = 5) -> str:
             inside, outside = (_pct(report.median_ape(key, oos)) for oos in (False, True))
         lines.append(f"{key:<16}{len(rows):>5}  {inside:>10}  {outside:>13}  {title}")
     lines.append("")
-    lines.append(f"Constants chosen from rows: the training-efficiency table (udfs/data/{teff.FILE}: each cell "
-                 f"the median MFU of its measured rows; out of sample, folds dealt by source); llama.cpp and MLC-LLM "
+    lines.append(f"Constants chosen from rows: the training-efficiency table (udfs/data/{teff.FILE}: each whole-run "
+                 f"cell the median MFU of its measured rows, each steady share the median share that reproduces its "
+                 f"rows under the step-time model; out of sample, folds dealt by source); llama.cpp and MLC-LLM "
                  f"achieved bandwidth, the fixed time per layer of gpt-fast (lent to vLLM V0) and vLLM V1, the "
                  f"Intel Gaudi software's matrix share (udfs/data/engines.csv, "
                  f"column `fitted`; "
@@ -935,6 +1061,7 @@ def format_report(report: Report, worst: int = 5) -> str:
                  f"Every other constant comes from "
                  f"engine documentation or physics and scores the same in and out of sample.")
     lines += ["Out of sample, each scored:"] + [f"  {name}: {folds.describe(rows)}" for name, rows in report.pools]
+    lines += report.baselines
     lines += format_breakdown(report)
     lines += format_regimes(evidence_rows(report, ""))
     for key, title in METRICS.items():

@@ -34,7 +34,7 @@ def catalog_rate(gpu: str) -> str:
 
 def default_mfu() -> float:
     """The table's whole-run MFU for the sheet's default model and GPU (Llama 2 7B, A100 SXM 80GB, bf16)."""
-    eff = training_efficiency.for_gpu(catalog.gpu("A100 SXM 80GB"), catalog.model("Llama 2 7B").active, "bf16")
+    eff = training_efficiency.for_gpu(catalog.gpu("A100 SXM 80GB"), catalog.model("Llama 2 7B"), "bf16")
     return round(eff.mfu, 4)
 
 

@@ -71,9 +71,21 @@ EAGER_LAYER_US = 47.0
 # ship either kind). It matters at long prompts, where attention grows with the square of the length.
 ATTENTION_FRACTION = 0.5
 
-# Training efficiency (model FLOPs utilisation) is no longer one constant: it is the table in
-# udfs/data/training_efficiency.csv by GPU generation x precision x model size x dense/MoE x scope,
-# each cell the median of the measured rows it is chosen from (udfs/physics/training_efficiency.py).
+# Training efficiency (model FLOPs utilisation) is no longer one constant: the steady state is a step-time
+# model with one achieved matrix share per GPU generation x precision x dense/MoE, and whole runs a table of
+# cells by size class, both in udfs/data/training_efficiency.csv, chosen from measured rows by a stated rule
+# (udfs/physics/training_efficiency.py).
+
+# Training step, memory-bound work between the matrix products: bytes moved per token per layer per unit of
+# hidden size, forward and backward (udfs/physics/training_efficiency.py). Counted, in 16-bit elements of the
+# hidden width h (the feed-forward width taken as 3h, Llama's 2.7-3.5h): forward, two norms (read h, write h:
+# 4h), two residual adds (read 2h, write h: 6h), rotary on the queries and keys (~3h), the gated activation
+# (read 2 x 3h, write 3h: 9h), 22h; backward, each op reads its input and the incoming gradient and writes a
+# gradient (norms 6h, residuals 2h, rotary 3h, gated activation 15h), ~26h: ~48h elements, 96 bytes. Fused
+# kernels (norm + residual, the gated activation) move about the same bytes in fewer launches. A count, not
+# chosen from rows; it is what makes a small hidden size (and a GPU whose FLOPs outgrow its bandwidth, H100
+# over A100) lose MFU.
+NONMATRIX_BYTES = 96.0
 
 # Share of a run's wall-clock time spent training, for a whole-run figure where the table only has
 # a steady-state cell (and back): "The Llama 3 Herd of Models" (arXiv:2407.21783, section 3.3.4)

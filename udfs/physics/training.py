@@ -55,8 +55,8 @@ def cluster_mfu(gpu: Gpu, model: Model, precision: Precision | str, scope: str) 
     cells already hold their thousands-of-GPUs clusters' losses); scope steady the steady-state cell."""
     name = as_precision(precision).name
     if scope == "run":
-        return training_efficiency.for_sized_cluster(gpu, model.active, name, model.is_moe)
-    return training_efficiency.for_gpu(gpu, model.active, name, model.is_moe, "steady")
+        return training_efficiency.for_sized_cluster(gpu, model, name)
+    return training_efficiency.for_gpu(gpu, model, name, "steady")
 
 
 def on_cluster(model: Model, gpu: Gpu, tokens: float, n_gpus: int, precision: Precision | str = "bf16",
@@ -155,12 +155,12 @@ def scale_out_efficiency(model: Model, gpu: Gpu, n_gpus: int, precision: Precisi
     """Share of a training step the GPUs spend computing on n GPUs: compute / (compute + exposed gradient
     synchronisation), gradient_sync on the layout (`layout`, or the one given) at the global batch
     (global_batch_tokens, or the one given). The compute runs at the steady-state MFU of the
-    training-efficiency table unless `mfu` is given; the pipeline bubble and tensor-parallel traffic are
+    training-efficiency step-time model unless `mfu` is given; the pipeline bubble and tensor-parallel traffic are
     not added (they are in the measured steady-state MFU). `gpus_per_system` is the catalog's, kept for callers."""
     if n_gpus <= 1:
         return 1.0
     if mfu is None:
-        mfu = training_efficiency.for_gpu(gpu, model.active, as_precision(precision).name, model.is_moe, "steady").mfu
+        mfu = training_efficiency.for_gpu(gpu, model, as_precision(precision).name, "steady").mfu
     peak = gpu.tensor_peak(precision, "training time", weight_only=False).tflops
     tokens = batch_tokens or global_batch_tokens(n_gpus)
     compute = 6 * model.active * tokens / (n_gpus * peak * TERA * mfu)

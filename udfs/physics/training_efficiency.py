@@ -1,28 +1,40 @@
 """Training efficiency: the model FLOPs utilisation (MFU) a training run reaches, by GPU generation x
-precision x model size x dense/MoE x scope, from a table of cells each chosen from measured rows.
+precision x dense/MoE x scope.
 
 scope says what the figure includes:
 - steady: steady-state training throughput (the MFU a benchmark or a paper's throughput table reports);
 - run: whole-run GPU-hours (what a model card's GPU-hours imply): restarts after failures,
   checkpointing, evaluation, stragglers and other time the GPUs are held but not training.
 
-Each cell (udfs/data/training_efficiency.csv) is the median MFU of the measured rows of
-benchmarks/measured/training_measured.csv that fall in it (the rule: `cells_from`); the accuracy
-tool writes the file and scores every row against a table chosen without that row's source. MFU is
-counted on the active parameters, 6·N·D, against the dense tensor peak of the training precision
-(fp8 rows against the fp8 peak). Where a cell has no measured row, `lookup` falls back by a stated
-rule and says so in its basis (`Efficiency.basis`; measured False):
-  1. the same generation, precision, dense/MoE and scope at the nearest size class;
-  2. the same generation in the other scope, times TRAINING_GOODPUT (steady -> run) or divided by it;
-  3. the next generation in NEAREST (Blackwell -> Hopper, CDNA3 -> Hopper, Ada -> Ampere, ...);
-  4. the median of every generation's cells of that precision and scope;
-and fp8 with no fp8 cell of its own generation, size and scope is the bf16 figure (by the steps above)
-times the fp8 / bf16 ratio of the steady cells of the nearest generation and size measured in both (so
-fp8 keeps its measured speed-up over bf16 in every scope), or FP8_FALLBACK where none is;
-and a MoE model with no MoE cell in its own generation gets the dense figure (by the steps above) times
-MOE_TRAINING_EFFICIENCY.
-Precisions other than bf16 and fp8 have no cells: 16-bit fp16 takes the bf16 cells (same tensor
-peak); any other precision takes them too, and the basis says so.
+**steady** is a step-time model (`steady`): the time a token takes on one GPU is
+  the matrix products, 6·N FLOPs at `share` of the precision's dense tensor peak,
++ causal attention, 6·layers·seq·width FLOPs (QKᵀ and AV, forward and backward, half the square masked) on the
+  16-bit units at flash attention's share (calibration.ATTENTION_FRACTION),
++ the memory-bound work between them (norms, activations, residuals, rotary: calibration.NONMATRIX_BYTES a hidden
+  unit a layer) at the memory bandwidth,
+and the MFU is 6·N / (peak x that time). The one constant chosen from rows is `share`, the achieved share of the
+tensor peak on the matrix products, ONE per generation x precision x dense/MoE: each row's share is the one that
+reproduces its MFU under the model (`share_from`), and a cell is the median of its rows' shares (the rule:
+`cells_from`; size class "any"). Size and sequence length move the MFU through the physics, not through cells:
+a small hidden size spends more of its time in memory-bound work, a long sequence in attention.
+
+**run** cells (udfs/data/training_efficiency.csv, scope run) are each the median whole-run MFU of the measured
+rows in a size class (<20B, 20-100B, >=100B by active parameters): model-card hours hold their own clusters'
+losses, which no step model has.
+
+The accuracy tool writes the file from benchmarks/measured/training_measured.csv and scores every row against a
+table chosen without that row's source. MFU is counted on the active parameters, 6·N·D, against the dense tensor
+peak of the training precision (fp8 rows against the fp8 peak). Where a cell has no measured row, `lookup` falls
+back by a stated rule and says so in its basis (`Efficiency.basis`; measured False):
+  steady: the share of the nearest generation in NEAREST (Blackwell -> Hopper, CDNA3 -> Hopper, Ada -> Ampere,
+  ...), else the median of every generation's shares of that precision;
+  run: the same generation's run cell at the nearest size class, else its steady MFU x TRAINING_GOODPUT, then
+  the nearest generation's, else the median of every generation's run cells;
+and fp8 with no fp8 cell of its own is the bf16 figure times the fp8 / bf16 steady MFU ratio of the nearest
+generation measured in both (at this model's shape), or FP8_FALLBACK where none is; a MoE model with no MoE cell
+in its own generation gets the dense figure x MOE_TRAINING_EFFICIENCY.
+Precisions other than bf16 and fp8 have no cells: 16-bit fp16 takes the bf16 cells (same tensor peak); any other
+precision takes them too, and the basis says so.
 """
 
 from __future__ import annotations
@@ -36,15 +48,19 @@ from functools import cache
 from importlib import resources
 
 from . import calibration as cal
-from ..catalogs.catalog import Gpu
-from ..errors import na_error
+from .defaults import SEQ_LEN
+from ..catalogs import resolve
+from ..catalogs.catalog import Gpu, Model
+from ..errors import na_error, value_error
+from ..units import TERA
 
 FILE = "training_efficiency.csv"
 SCOPES = ("run", "steady")
 ARCHITECTURES = ("dense", "MoE")
-# Size classes by active parameters: small runs (1-13B: one server to a few), large (30-70B class,
-# sharded over nodes), frontier (175B and up, tensor + pipeline + data parallel over thousands).
+# Size classes of the run cells, by active parameters: small runs (1-13B: one server to a few), large (30-70B
+# class, sharded over nodes), frontier (175B and up, tensor + pipeline + data parallel over thousands).
 SIZE_CLASSES = (("<20B", 0.0), ("20-100B", 20e9), (">=100B", 100e9))
+ANY_SIZE = "any"          # the size class of a steady share: one for every size
 # fp8 / bf16 MFU where no generation has both measured: half, i.e. an fp8 run no faster than bf16
 # (every catalog GPU with both lists an fp8 dense peak twice its bf16 one). Measured fp8 runs are
 # faster than bf16 but reach less of their fp8 peak (llm-foundry's H100 FP8 table), so this is the
@@ -69,13 +85,14 @@ KEY = ("generation", "precision", "size_class", "architecture", "scope")
 
 @dataclass(frozen=True)
 class Cell:
-    """One table cell, as udfs/data/training_efficiency.csv ships it."""
+    """One table cell, as udfs/data/training_efficiency.csv ships it: a run cell's value is a whole-run MFU; a
+    steady cell's (size class "any") the achieved share of the tensor peak on the matrix products."""
     generation: str
     precision: str
     size_class: str
     architecture: str
     scope: str
-    mfu: float
+    value: float
     rows: int
     source: str           # the measured rows it is the median of (benchmarks/measured/...:line, model)
     as_of: str
@@ -86,13 +103,13 @@ class Cell:
 
 @dataclass(frozen=True)
 class Point:
-    """One measured row as the rule reads it."""
+    """One measured row as the rule reads it (value: its whole-run MFU, or its steady share, share_from)."""
     generation: str
     precision: str
     size_class: str
     architecture: str
     scope: str
-    mfu: float
+    value: float
     row: str
 
 
@@ -101,6 +118,29 @@ class Efficiency:
     mfu: float
     basis: str
     measured: bool        # True: an exact cell (no fallback step)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the step-time model reads of a model and its training sequence."""
+    params: float         # active parameters N: 6·N FLOPs a token in the matrix products
+    layers: int
+    hidden: int
+    attention_width: int  # query heads x head size: the width of QKᵀ and AV
+    seq_len: int
+
+    def text(self) -> str:
+        return f"{self.layers} layers x {self.hidden} hidden, {self.seq_len:,}-token sequences"
+
+
+def shape_of(model: Model, seq_len: int = SEQ_LEN) -> Shape:
+    """The shape of a model at `seq_len`: its layout, or the one a model known only by its size borrows
+    (resolve.model, as every worksheet function does)."""
+    if not (model.layers and model.hidden and model.heads):
+        model = resolve.model(model)
+    if not (model.layers and model.hidden and model.heads):
+        raise value_error(f"{model.name} has no layout (layers, hidden, heads) for the training step model")
+    return Shape(model.active, model.layers, model.hidden, model.heads * model.head_size, seq_len)
 
 
 def generation_of(gpu: Gpu) -> str:
@@ -115,12 +155,45 @@ def table_precision(precision: str) -> str:
     return "fp8" if precision == "fp8" else "bf16"
 
 
+# ---------------------------------------------------------------- the step-time model (scope steady)
+def _peaks(gpu: Gpu, precision: str) -> tuple[float, float]:
+    """FLOP/s of the precision's dense tensor peak (the MFU's denominator) and of the 16-bit units (attention)."""
+    peak = gpu.tensor_peak(precision, "training time", weight_only=False).tflops * TERA
+    return peak, gpu.sixteen_bit_peak("training attention").tflops * TERA
+
+
+def overhead_seconds(shape: Shape, gpu: Gpu, precision: str) -> float:
+    """Seconds a token spends outside the matrix products on one GPU: causal attention at ATTENTION_FRACTION of
+    the 16-bit peak, and the memory-bound work at the memory bandwidth."""
+    _, sixteen = _peaks(gpu, precision)
+    attention = 6 * shape.layers * shape.seq_len * shape.attention_width / (sixteen * cal.ATTENTION_FRACTION)
+    return attention + cal.NONMATRIX_BYTES * shape.layers * shape.hidden / (gpu.bandwidth_tbs * 1e12)
+
+
+def mfu_at(shape: Shape, gpu: Gpu, precision: str, share: float) -> float:
+    """6·N / (peak x the time a token takes) with the matrix products at `share` of the peak."""
+    peak, _ = _peaks(gpu, precision)
+    matrix = 6 * shape.params / (peak * share)
+    return 6 * shape.params / (peak * (matrix + overhead_seconds(shape, gpu, precision)))
+
+
+def share_from(shape: Shape, gpu: Gpu, precision: str, mfu: float) -> float:
+    """The matrix share that reproduces a measured MFU (mfu_at's inverse); a row whose MFU the overheads alone
+    exceed cannot be one: #VALUE!."""
+    peak, _ = _peaks(gpu, precision)
+    matrix = 6 * shape.params / (peak * mfu) - overhead_seconds(shape, gpu, precision)
+    if matrix <= 0:
+        raise value_error(f"an MFU of {mfu:g} leaves no time for the matrix products at {shape.text()}")
+    return 6 * shape.params / (peak * matrix)
+
+
+# ---------------------------------------------------------------- the table
 def cells_from(points: list[Point], as_of: str) -> list[Cell]:
-    """The rule: each cell is the median MFU of the measured rows in it."""
+    """The rule: each cell is the median value of the measured rows in it."""
     groups: dict[tuple[str, ...], list[Point]] = {}
     for p in points:
         groups.setdefault(tuple(getattr(p, k) for k in KEY), []).append(p)
-    return [Cell(gen, prec, size, arch, scope, round(statistics.median(p.mfu for p in ps), 4), len(ps),
+    return [Cell(gen, prec, size, arch, scope, round(statistics.median(p.value for p in ps), 4), len(ps),
                  "; ".join(p.row for p in ps), as_of) for (gen, prec, size, arch, scope), ps in sorted(groups.items())]
 
 
@@ -133,8 +206,8 @@ def render(cells: list[Cell]) -> str:
 
 
 def parse(text: str) -> tuple[Cell, ...]:
-    return tuple(Cell(r["generation"], r["precision"], r["size_class"], r["architecture"], r["scope"], float(r["mfu"]),
-                      int(r["rows"]), r["source"], r["as_of"]) for r in csv.DictReader(io.StringIO(text)))
+    return tuple(Cell(r["generation"], r["precision"], r["size_class"], r["architecture"], r["scope"],
+                      float(r["value"]), int(r["rows"]), r["source"], r["as_of"]) for r in csv.DictReader(io.StringIO(text)))
 
 
 @cache
@@ -146,88 +219,112 @@ def _size_index(name: str) -> int:
     return [n for n, _ in SIZE_CLASSES].index(name)
 
 
-def _in_generation(cells, gen, prec, arch, scope, size) -> tuple[float, list[str]] | None:
-    """Steps 1-2 of the fallback inside one generation: the cell, the nearest size class, the other scope."""
-    for sc in (scope, *(s for s in SCOPES if s != scope)):
-        same = [c for c in cells if (c.generation, c.precision, c.architecture, c.scope) == (gen, prec, arch, sc)]
-        if not same:
-            continue
-        c = min(same, key=lambda c: (abs(_size_index(c.size_class) - _size_index(size)), -_size_index(c.size_class)))
-        steps = [] if c.size_class == size else [f"no {size} cell: the nearest size class, {c.size_class}"]
-        value = c.mfu
-        if sc != scope:
-            value = value * cal.TRAINING_GOODPUT if scope == "run" else value / cal.TRAINING_GOODPUT
-            steps.append(f"no {scope} cell: the {sc} cell {'x' if scope == 'run' else '/'} TRAINING_GOODPUT "
-                         f"{cal.TRAINING_GOODPUT:g}")
-        return value, [f"{gen} {prec} {c.size_class} {arch} {sc} cell {c.mfu:.3f} ({c.rows} measured rows)"] + steps
+def _cell_text(c: Cell) -> str:
+    what = "share" if c.scope == "steady" else "cell"
+    return f"{c.generation} {c.precision}{'' if c.size_class == ANY_SIZE else ' ' + c.size_class} {c.architecture} " \
+           f"{c.scope} {what} {c.value:.3f} ({c.rows} measured rows)"
+
+
+def _share(cells, gen: str, prec: str, arch: str) -> tuple[Cell | float, list[str]] | None:
+    """The steady share: the generation's, the nearest generation's, else the median of every generation's."""
+    for g in (gen, *NEAREST.get(gen, ())):
+        found = [c for c in cells if (c.generation, c.precision, c.architecture, c.scope) == (g, prec, arch, "steady")]
+        if found:
+            return found[0], [] if g == gen else [f"no {gen} share: the nearest generation, {g}"]
+    pooled = [c.value for c in cells if (c.precision, c.architecture, c.scope) == (prec, arch, "steady")]
+    if pooled:
+        return statistics.median(pooled), [f"no {gen} share nor a nearer generation's: the median of every "
+                                           f"generation's {prec} {arch} steady shares"]
     return None
 
 
-def _chain(cells, gen, prec, arch, scope, size) -> tuple[float, list[str]] | None:
+def _steady(cells, gpu: Gpu, shape: Shape, prec: str, arch: str) -> tuple[float, list[str], bool] | None:
+    found = _share(cells, generation_of(gpu), prec, arch)
+    if found is None:
+        return None
+    share, steps = found
+    value = share.value if isinstance(share, Cell) else share
+    text = _cell_text(share) if isinstance(share, Cell) else f"median share {share:.3f}"
+    mfu = mfu_at(shape, gpu, prec, value)
+    return mfu, steps + [f"{text} on the matrix products, with attention and memory-bound work at "
+                         f"{shape.text()}: MFU {mfu:.3f}"], not steps
+
+
+def _run(cells, gpu: Gpu, shape: Shape, prec: str, arch: str) -> tuple[float, list[str], bool] | None:
+    """Run scope: the generation's run cell at the nearest size, else its steady MFU x TRAINING_GOODPUT; then
+    the nearest generation's; else the median of every generation's run cells."""
+    gen, size = generation_of(gpu), size_class(shape.params)
     for g in (gen, *NEAREST.get(gen, ())):
-        found = _in_generation(cells, g, prec, arch, scope, size)
-        if found:
-            value, steps = found
-            return value, ([f"no {gen} cell: the nearest generation, {g}"] if g != gen else []) + steps
-    pooled = [c.mfu for c in cells if (c.precision, c.architecture, c.scope) == (prec, arch, scope)]
+        note = [] if g == gen else [f"no {gen} cell: the nearest generation, {g}"]
+        same = [c for c in cells if (c.generation, c.precision, c.architecture, c.scope) == (g, prec, arch, "run")]
+        if same:
+            c = min(same, key=lambda c: (abs(_size_index(c.size_class) - _size_index(size)), -_size_index(c.size_class)))
+            steps = [] if c.size_class == size else [f"no {size} cell: the nearest size class, {c.size_class}"]
+            return c.value, note + [_cell_text(c)] + steps, not (note or steps)
+        share = [c for c in cells if (c.generation, c.precision, c.architecture, c.scope) == (g, prec, arch, "steady")]
+        if share:
+            mfu = mfu_at(shape, gpu, prec, share[0].value) * cal.TRAINING_GOODPUT
+            return mfu, note + [f"no {g} run cell: {_cell_text(share[0])} at {shape.text()} x TRAINING_GOODPUT "
+                                f"{cal.TRAINING_GOODPUT:g}: MFU {mfu:.3f}"], False
+    pooled = [c.value for c in cells if (c.precision, c.architecture, c.scope) == (prec, arch, "run")]
     if pooled:
         return statistics.median(pooled), [f"no {gen} cell nor a nearer generation's: the median of every "
-                                           f"generation's {prec} {arch} {scope} cells"]
+                                           f"generation's {prec} {arch} run cells"], False
     return None
 
 
-def _fp8_ratio(cells, gen: str, size: str) -> tuple[float, str]:
-    """fp8 MFU / bf16 MFU of the steady cells of the nearest generation and size holding both."""
+def _figure(cells, gpu, shape, prec, arch, scope):
+    return (_steady if scope == "steady" else _run)(cells, gpu, shape, prec, arch)
+
+
+def _fp8_ratio(cells, gpu: Gpu, shape: Shape, arch: str) -> tuple[float, str]:
+    """fp8 MFU / bf16 MFU at this shape, from the steady shares of the nearest generation holding both."""
+    gen = generation_of(gpu)
     for g in (gen, *NEAREST.get(gen, ())):
-        fp8 = sorted((c for c in cells if (c.generation, c.precision, c.scope) == (g, "fp8", "steady")),
-                     key=lambda c: abs(_size_index(c.size_class) - _size_index(size)))
-        for c in fp8:
-            bf16 = [b for b in cells if (b.generation, b.precision, b.size_class, b.architecture, b.scope) ==
-                    (g, "bf16", c.size_class, c.architecture, "steady")]
-            if bf16:
-                return c.mfu / bf16[0].mfu, f"the {g} {c.size_class} fp8 / bf16 steady cells"
+        for a in dict.fromkeys((arch, "dense")):
+            both = {c.precision: c.value for c in cells if (c.generation, c.architecture, c.scope) == (g, a, "steady")}
+            if "fp8" in both and "bf16" in both:
+                ratio = mfu_at(shape, gpu, "fp8", both["fp8"]) / mfu_at(shape, gpu, "bf16", both["bf16"])
+                return ratio, f"the {g} {a} fp8 / bf16 steady shares at this shape"
     return FP8_FALLBACK, "FP8_FALLBACK: no faster than bf16"
 
 
-def lookup(generation: str, precision: str, size: str, moe: bool, scope: str,
+def lookup(gpu: Gpu, shape: Shape, precision: str, moe: bool, scope: str,
            cells: tuple[Cell, ...] | list[Cell] | None = None) -> Efficiency:
     """The MFU for one configuration from `cells` (the shipped table by default), with its basis."""
     cells = shipped() if cells is None else cells
     prec = table_precision(precision)
     arch = "MoE" if moe else "dense"
-    exact = [c for c in cells if c.key() == (generation, prec, size, arch, scope)]
-    if exact:
-        c = exact[0]
-        return Efficiency(c.mfu, f"{generation} {prec} {size} {arch} {scope} cell {c.mfu:.3f} ({c.rows} measured rows)"
-                          + ("" if precision in (prec, "fp16") else f"; no {precision} cells: the {prec} cells"), True)
-    if prec == "fp8":
-        bf16 = lookup(generation, "bf16", size, moe, scope, cells)
-        ratio, why = _fp8_ratio(cells, generation, size)
-        return Efficiency(bf16.mfu * ratio, f"{bf16.basis}; no fp8 cell: the bf16 figure x {ratio:.3f} ({why})", False)
     steps = [] if precision in (prec, "fp16") else [f"no {precision} cells: the {prec} cells"]
-    found = _in_generation(cells, generation, prec, "MoE", scope, size) if moe else None    # MoE cells: own generation
-    if found is None:
-        found = _chain(cells, generation, prec, "dense", scope, size)
-        if found is not None and moe:
-            found = (found[0] * cal.MOE_TRAINING_EFFICIENCY,
-                     found[1] + [f"no MoE cell: the dense figure x MOE_TRAINING_EFFICIENCY {cal.MOE_TRAINING_EFFICIENCY:g}"])
+    own = [c for c in cells if (c.generation, c.precision, c.architecture) == (generation_of(gpu), prec, arch)]
+    if prec == "fp8" and not [c for c in own if c.scope in (scope, "steady")]:
+        bf16 = lookup(gpu, shape, "bf16", moe, scope, cells)
+        ratio, why = _fp8_ratio(cells, gpu, shape, arch)
+        return Efficiency(bf16.mfu * ratio, f"{bf16.basis}; no fp8 cell: the bf16 figure x {ratio:.3f} ({why})", False)
+    found = _figure(cells, gpu, shape, prec, arch, scope) if (own or not moe) else None
+    if found is None and moe:
+        dense = _figure(cells, gpu, shape, prec, "dense", scope)
+        if dense is not None:
+            found = (dense[0] * cal.MOE_TRAINING_EFFICIENCY, dense[1] + [
+                f"no MoE cell: the dense figure x MOE_TRAINING_EFFICIENCY {cal.MOE_TRAINING_EFFICIENCY:g}"], False)
     if found is None or not math.isfinite(found[0]) or found[0] <= 0:
-        raise na_error(f"no training efficiency for {generation} {precision} {scope}: no measured cell and no fallback")
-    return Efficiency(found[0], "; ".join(steps + found[1]), False)
+        raise na_error(f"no training efficiency for {generation_of(gpu)} {precision} {scope}: no measured cell and "
+                       f"no fallback")
+    return Efficiency(found[0], "; ".join(steps + found[1]), found[2] and not steps)
 
 
-def for_gpu(gpu: Gpu, active_params: float, precision: str = "bf16", moe: bool = False,
-            scope: str = "run") -> Efficiency:
+def for_gpu(gpu: Gpu, model: Model, precision: str = "bf16", scope: str = "run",
+            seq_len: int = SEQ_LEN) -> Efficiency:
     """The one answer to "what efficiency for this GPU, precision and model" (TRAINING_MFU, the
     training functions with mfu blank, the picker and the report)."""
-    return lookup(generation_of(gpu), precision, size_class(active_params), moe, scope)
+    return lookup(gpu, shape_of(model, seq_len), precision, model.is_moe, scope)
 
 
-def for_sized_cluster(gpu: Gpu, active_params: float, precision: str = "bf16", moe: bool = False) -> Efficiency:
+def for_sized_cluster(gpu: Gpu, model: Model, precision: str = "bf16") -> Efficiency:
     """A whole run on a cluster whose size the caller models itself (the picker: training.scale_out_efficiency
     adds its all-reduce time): the steady-state MFU x TRAINING_GOODPUT. The table's whole-run cells come from
     runs on thousands of GPUs and already hold that cluster's scale losses; applying them and the picker's
     all-reduce model together would count those losses twice."""
-    steady = for_gpu(gpu, active_params, precision, moe, "steady")
+    steady = for_gpu(gpu, model, precision, "steady")
     return Efficiency(steady.mfu * cal.TRAINING_GOODPUT, f"{steady.basis}; x TRAINING_GOODPUT "
                       f"{cal.TRAINING_GOODPUT:g} (restarts, checkpointing, evaluation)", steady.measured)

@@ -209,8 +209,7 @@ def _whole_run_hours(sc: Scenario, r: Row) -> tuple[training_efficiency.Efficien
     if picker.flops_per_param(sc.kind) != 6:
         return None
     model, gpu = sc.model, r.gpu_row
-    cell = training_efficiency.for_gpu(gpu, model.active, as_precision(sc.precision).name, model.is_moe,
-                                    picker.training_scope(sc.kind))
+    cell = training_efficiency.for_gpu(gpu, model, as_precision(sc.precision).name, picker.training_scope(sc.kind))
     tokens = picker.job_tokens(sc.kind, model, sc.tokens)
     return cell, training.training_gpu_hours(model.active, tokens, gpu, cell.mfu, sc.precision)
 
@@ -230,7 +229,8 @@ def mfu_basis(sc: Scenario, r: Row) -> str:
         return text
     cell, hours = whole
     what = "a whole run at the scale the measured runs had" if scope == "run" else "no all-reduce modelled"
-    return (f"{text} With n_gpus blank TRAINING_GPU_HOURS uses the table's {scope} cell, {cell.mfu:.3f} MFU ({what}): "
+    figure = "whole-run cell" if scope == "run" else "steady-state MFU"
+    return (f"{text} With n_gpus blank TRAINING_GPU_HOURS uses the table's {figure}, {cell.mfu:.3f} MFU ({what}): "
             f"{hours:,.0f} GPU-hours, {hours / _known(r.gpu_hours, 'the GPU-hours'):.2f}x. {_why_apart(sc, r)}")
 
 
@@ -251,7 +251,8 @@ def mfu_summary(sc: Scenario, r: Row) -> str:
     mfu = picker.training_mfu(r.gpu_row, sc.model, sc.precision, sc.kind).mfu
     what = "steady-state x goodput" if picker.training_scope(sc.kind) == "run" else "steady-state"
     whole = _whole_run_hours(sc, r)
-    versus = "" if whole is None else (f"; the table's {picker.training_scope(sc.kind)} cell ({whole[0].mfu:.3f}, "
+    figure = "whole-run cell" if picker.training_scope(sc.kind) == "run" else "steady-state MFU"
+    versus = "" if whole is None else (f"; the table's {figure} ({whole[0].mfu:.3f}, "
                                        f"TRAINING_GPU_HOURS with "
                                        f"n_gpus blank) gives {whole[1] / _known(r.gpu_hours, 'the GPU-hours'):.2f}x "
                                        f"the GPU-hours (Assumptions)")

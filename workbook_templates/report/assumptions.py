@@ -37,9 +37,10 @@ def _across(ws, row: int, column: int, text: str):
 def _mfu_assumption(res: Result) -> tuple[object, str]:
     """The recommended option's MFU and its basis, from the training-efficiency table (the picker's)."""
     sc, best = res.scenario, res.best
-    table = ("udfs/data/training_efficiency.csv (TRAINING_MFU): by GPU generation, precision, size and dense/MoE, "
-             "each cell the median of published runs; the steady-state cell x TRAINING_GOODPUT for pre-training, the "
-             "steady-state cell for fine-tuning, the exposed gradient synchronisation at the option's GPUs added")
+    table = ("udfs/data/training_efficiency.csv (TRAINING_MFU): the steady-state MFU of a step-time model (the "
+             "matrix products at the achieved share measured for the GPU generation, precision and dense/MoE, "
+             "attention, memory-bound work); x TRAINING_GOODPUT for pre-training, as it is for fine-tuning, the "
+             "exposed gradient synchronisation at the option's GPUs added")
     if sc.serving or best is None:
         return "by GPU (training only)", table
     found = picker.training_mfu(best.gpu_row, sc.model, sc.precision, sc.kind)

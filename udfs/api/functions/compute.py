@@ -10,7 +10,7 @@ from .common import ESTIMATE, GPU, MODEL_OR_PARAMS, N_GPUS, PRECISION, USD_PER_G
 
 TOKENS = Arg("tokens", "count", "Training tokens (2e12 or \"2T\")", "tokens", min=0, min_open=True)
 MFU = Arg("mfu", "number", "Model FLOPs utilisation as a share of the dense tensor peak of the precision; blank: "
-          "the training-efficiency table's figure for the GPU generation, precision, model size and dense/MoE "
+          "the training-efficiency figure for the GPU generation, precision, model and dense/MoE "
           "(TRAINING_MFU, of the scope asked for); a number given is used as it is, whatever the scope",
           "fraction", default=None, min=0, min_open=True, max=1)
 SCOPE = Arg("scope", "choice", "What a blank mfu's figure includes: run (default) = whole-run GPU-hours as a model "
@@ -33,8 +33,7 @@ def efficiency(model_or_params, gpu, precision, scope) -> training_efficiency.Ef
     """The table's MFU for a catalog model (active parameters, dense or MoE) or a count (dense); an Excel error
     where the GPU has no tensor units in that precision (an MFU of nothing)."""
     gpu.tensor_peak(precision, "a training MFU", weight_only=False)
-    moe = isinstance(model_or_params, Model) and model_or_params.is_moe
-    return training_efficiency.for_gpu(gpu, params_of(model_or_params), precision.name, moe, scope)
+    return training_efficiency.for_gpu(gpu, resolve.model(model_or_params), precision.name, scope)
 
 
 def fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus: int | None = None,
@@ -49,10 +48,13 @@ def fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus: in
     return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision)
 
 
-@worksheet("TRAINING_MFU", "Model FLOPs utilisation a training run reaches on a GPU, from the training-efficiency "
-           "table (udfs/data/training_efficiency.csv): GPU generation x precision x model size x dense/MoE, each "
-           "cell the median of published measurements; where a cell has none, a stated fallback (nearest size, "
-           "other scope x goodput, nearest generation, MoE factor) that part = basis names. With n_gpus: the "
+@worksheet("TRAINING_MFU", "Model FLOPs utilisation a training run reaches on a GPU. Steady state: a step-time "
+           "model (the matrix products at the achieved share of the tensor peak measured for the GPU generation x "
+           "precision x dense/MoE, attention at the model's 2,048-token sequences, memory-bound work at the "
+           "memory bandwidth); whole run: the cell of udfs/data/training_efficiency.csv by generation x precision "
+           "x size x dense/MoE, each the median of published measurements; where a cell has none, a stated "
+           "fallback (nearest size, other scope x goodput, nearest generation, MoE factor) that part = basis "
+           "names. With n_gpus: the "
            "MFU of the job on that many GPUs as GPU_RANK sizes it (steady-state x goodput for scope run, x the "
            "share of the time left by the gradient all-reduce, which part = scale_out gives).", "fraction of peak",
            "Training",
@@ -60,7 +62,7 @@ def fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus: in
             Arg("part", "choice", "mfu (default): the figure; basis: the cell or fallback it comes from; "
                 "scale_out: the share of the time computing at n_gpus (1 with n_gpus blank)",
                 choices=("mfu", "basis", "scale_out"), default="mfu"), ON_GPUS],
-           examples=[(("A100", "Llama 2 7B"), 0.3839), (("H100", 70e9, "bf16", "steady"), 0.4229)],
+           examples=[(("A100", "Llama 2 7B"), 0.3839), (("H100", 70e9, "bf16", "steady"), 0.4151)],
            kind="fraction")
 def training_mfu(gpu, model_or_params, precision, scope, part, n_gpus):
     if not n_gpus:
