@@ -150,7 +150,7 @@ def engines_sheet(book: Book):
         ws.cell(row=bits_row, column=first_mm + i, value=bits)
     book.define("Eng_matmul_bits", f"'{ENGINES}'!${col(first_mm)}${bits_row}:${col(first_mm + 2)}${bits_row}")
     st.set_widths(ws, {"A": 16, **{col(i): 8 for i in range(2, len(ENGINE_COLUMNS) + 2)},
-                       col(len(ENGINE_COLUMNS) + 2): 40})
+                       col(len(ENGINE_COLUMNS) + 2): 34})
     ws.row_dimensions[2].height = 75
     ws.freeze_panes = "B3"
     ws.print_title_rows = "1:2"
