@@ -220,3 +220,12 @@ def test_fit_needs_the_tensors_and_the_context_not_the_reserve():
     layer = M70.total_params / M70.layers * 2 / GIB
     assert held == pytest.approx(one["activations"] + layer + cal.CUDA_CONTEXT_GIB)
     assert states / n + held <= gpu.memory_gb < states / (n - 1) + held
+
+
+def test_a_quantised_base_holds_one_linear_layer_dequantised():
+    """QLoRA's activations carry the largest linear layer in 16-bit (bitsandbytes dequantises a weight for its
+    product); a 16-bit base does not."""
+    largest = max(M70.hidden * M70.ffn, M70.hidden * M70.heads * M70.head_size)
+    q = tm.lora_memory_gib(M70, 16, "nf4", 1024, 1)["activations"]
+    b = tm.lora_memory_gib(M70, 16, "bf16", 1024, 1)["activations"]
+    assert (q - b) * GIB == pytest.approx(largest * 2)

@@ -56,6 +56,11 @@ RECOMPUTE = ("none", "selective", "full", "offload")
 # backward peak.
 LOSS_BYTES = {"standard": 6, "upcast": 16, "chunked": 2, "fused": 0}
 NF4_BITS = 4.127                    # QLoRA paper: NF4 + double quantisation
+# A 4-bit (or 8-bit) base computes in 16-bit: in training bitsandbytes dequantises each weight to the compute
+# dtype for its matrix product, forward and backward (bitsandbytes/autograd/_functions.py, MatMul4Bit:
+# F.dequantize_4bit(B, quant_state).to(A.dtype), freed after the product), so one linear layer at a time is
+# held in 16-bit beside the activations: 2 bytes a parameter of the largest.
+DEQUANT_BYTES = 2
 NEED = "training memory"           # what a missing shape figure is needed for, in its #N/A
 
 
@@ -106,7 +111,14 @@ def largest_tensor(model: Model) -> float:
     docs.pytorch.org/tutorials/intermediate/optimizer_step_in_backward_tutorial.html) no more than about
     one such gradient is held at a time."""
     h = model.dim("hidden", NEED)
-    return max(model.dim("vocab", NEED) * h, h * model.dim("ffn", NEED), h * model.dim("heads", NEED) * model.head_size)
+    return max(model.dim("vocab", NEED) * h, largest_linear(model))
+
+
+def largest_linear(model: Model) -> float:
+    """Parameters of the largest linear layer of a block: an MLP matrix (hidden x ffn) or the query
+    projection."""
+    h = model.dim("hidden", NEED)
+    return max(h * model.dim("ffn", NEED), h * model.dim("heads", NEED) * model.head_size)
 
 
 # ---------------------------------------------------------------- where the parameters live
@@ -348,6 +360,8 @@ def adapter_memory_gib(model: Model, rank: int, base_bits: float, seq_len: float
         acts = layers * 2 * seq_len * micro_batch * model.dim("hidden", NEED) + per_layer
     else:
         acts = layers * per_layer
+    if base_bits < 16:        # a quantised base: one linear layer dequantised to 16-bit at a time (below)
+        acts += largest_linear(model) * DEQUANT_BYTES
     parts = {"base_weights": base, "adapters": adapters,
              "activations": acts + logits_bytes(model, micro_batch, seq_len, 1, loss)}
     return device_memory({k: v / GIB for k, v in parts.items()})

@@ -245,7 +245,7 @@ ADAPTER_STATES = Arg("adapter_states", "choice", "Adapter weight, gradient and A
            [MODEL, RANK, SEQ_LEN, MICRO_BATCH, CHECKPOINTING,
             Arg("part", "choice", "Which part to return", choices=QLORA_PARTS, default="total"), LORA_GPUS, SHARDING,
             LOSS, TARGETS, ADAPTER_STATES],
-           examples=[(("Llama 2 7B",), 5.926), (("Llama 2 70B", 8, 2048, 2, True, "total", 2, "fsdp"), 25.606)],
+           examples=[(("Llama 2 7B",), 6.010), (("Llama 2 70B", 8, 2048, 2, True, "total", 2, "fsdp"), 26.044)],
            kind="memory")
 def qlora_memory_gb(model, rank, seq_len, micro_batch, checkpointing, part, n_gpus, sharding, loss, targets,
                     adapter_states):
