@@ -64,7 +64,7 @@ METRICS = {
     "memory": "Memory in GB (like-for-like rows)",
     "lora_memory": "LoRA memory per GPU (GiB, like-for-like rows)",
     "qlora_memory": "QLoRA memory per GPU (GiB, like-for-like rows)",
-    "full_memory": "Full-training memory per GPU (GiB, like-for-like rows)",
+    "full_memory": "Full-training memory per GPU (GiB, like-for-like rows: peak or model states)",
     "qlora_context": "QLoRA longest context that fits (HF + FlashAttention-2 baseline)",
 }
 BOOLEAN_METRICS = ("fit",)
