@@ -545,12 +545,10 @@ def efficiency_text(directory: Path, path: Path = EFFICIENCY_PATH) -> str:
 
 def hf_qlora_gib(model, rank: int, seq_len: float, micro_batch: int = 1) -> float:
     """QLoRA memory on the device as the Hugging Face baseline (transformers + bitsandbytes + PEFT) runs
-    it: QLORA_MEMORY_GB (checkpointed) with transformers' loss (16 B per logit, LOSS_BYTES "upcast"), plus
-    PEFT's `prepare_model_for_kbit_training` upcasting every non-quantised parameter (embeddings, LM head,
-    norms) from 16-bit to FP32: 2 more bytes each."""
-    upcast = (model.params - training_memory.linear_params(model)) * 2 / GIB
-    parts = training_memory.qlora_memory_gib(model, rank, seq_len, micro_batch, True, loss="upcast")
-    return training_memory.needed_gib(parts["allocated"] + upcast)
+    it: QLORA_MEMORY_GB (checkpointed) with transformers' loss (16 B per logit, LOSS_BYTES "upcast") and
+    PEFT's `prepare_model_for_kbit_training` (every non-quantised parameter in FP32: KBIT_PREPARED_BYTES)."""
+    return training_memory.qlora_memory_gib(model, rank, seq_len, micro_batch, True, loss="upcast",
+                                            kbit_prepared=True)["total"]
 
 
 @dataclass(frozen=True)

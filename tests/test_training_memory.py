@@ -229,3 +229,12 @@ def test_a_quantised_base_holds_one_linear_layer_dequantised():
     q = tm.lora_memory_gib(M70, 16, "nf4", 1024, 1)["activations"]
     b = tm.lora_memory_gib(M70, 16, "bf16", 1024, 1)["activations"]
     assert (q - b) * GIB == pytest.approx(largest * 2)
+
+
+def test_kbit_prepared_holds_the_unquantised_parameters_in_fp32():
+    """PEFT's prepare_model_for_kbit_training: embeddings, head and norms in FP32, 2 bytes more each than the
+    16-bit default; only for a quantised base."""
+    rest = M8.total_params - tm.linear_params(M8)
+    plain = tm.qlora_memory_gib(M8, 16)["base_weights"]
+    prepared = tm.qlora_memory_gib(M8, 16, kbit_prepared=True)["base_weights"]
+    assert (prepared - plain) * GIB == pytest.approx(rest * 2)

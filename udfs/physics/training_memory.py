@@ -61,6 +61,11 @@ NF4_BITS = 4.127                    # QLoRA paper: NF4 + double quantisation
 # F.dequantize_4bit(B, quant_state).to(A.dtype), freed after the product), so one linear layer at a time is
 # held in 16-bit beside the activations: 2 bytes a parameter of the largest.
 DEQUANT_BYTES = 2
+# The Hugging Face QLoRA recipe on one GPU runs PEFT's prepare_model_for_kbit_training, which casts every
+# parameter left unquantised (embeddings, LM head, norms) from 16-bit to FP32 (peft/utils/other.py: "cast all
+# non INT8 parameters to fp32"): 4 bytes each instead of 2 (`kbit_prepared`). Sharded QLoRA (FSDP / ZeRO-3
+# with a 16-bit quant storage) skips it.
+KBIT_PREPARED_BYTES = 4
 NEED = "training memory"           # what a missing shape figure is needed for, in its #N/A
 
 
@@ -340,7 +345,7 @@ LORA_SHARDING = ("ddp", "fsdp")
 def adapter_memory_gib(model: Model, rank: int, base_bits: float, seq_len: float, micro_batch: float,
                        checkpointing: bool, n_gpus: int = 1, sharding: str = "ddp",
                        loss: str = "standard", targets: str | tuple[str, ...] = "all",
-                       adapter_states: str = "fp32") -> dict[str, float]:
+                       adapter_states: str = "fp32", kbit_prepared: bool = False) -> dict[str, float]:
     """Per-GPU memory of LoRA on a frozen base whose linear layers are stored at base_bits (16: plain
     LoRA on a 16-bit model; NF4's 4.127: QLoRA), embeddings, head and norms in 16-bit (all of it at
     base_bits when that is 16 or more). Adapters on `targets` train with Adam at ADAPTER_STATES bytes a
@@ -349,7 +354,8 @@ def adapter_memory_gib(model: Model, rank: int, base_bits: float, seq_len: float
     n_gpus, one layer gathered."""
     linear = linear_params(model)
     rest = model.total_params - linear
-    base = (linear * base_bits / 8 + rest * 2) if base_bits < 16 else model.total_params * base_bits / 8
+    rest_bytes = KBIT_PREPARED_BYTES if kbit_prepared else 2
+    base = (linear * base_bits / 8 + rest * rest_bytes) if base_bits < 16 else model.total_params * base_bits / 8
     adapters = lora_params(model, rank, targets) * ADAPTER_STATES[adapter_states]
     if sharding == "fsdp" and n_gpus > 1:
         base = base / n_gpus + base / model.dim("layers", NEED)
@@ -380,11 +386,12 @@ def lora_memory_gib(model: Model, rank: int = 16, precision: Precision | str = "
 def qlora_memory_gib(model: Model, rank: int = 16, seq_len: float = defaults.SEQ_LEN, micro_batch: float = 1,
                      checkpointing: bool = True, base_bits: float = NF4_BITS, n_gpus: int = 1,
                      sharding: str = "ddp", loss: str = "standard", targets: str | tuple[str, ...] = "all",
-                     adapter_states: str = "fp32") -> dict[str, float]:
+                     adapter_states: str = "fp32", kbit_prepared: bool = False) -> dict[str, float]:
     """QLoRA (Dettmers et al. 2023): NF4 base on linear layers, 16-bit embeddings, head and
-    norms, LoRA adapters trained in FP32 with Adam, activations and logits (adapter_memory_gib)."""
+    norms (FP32 once kbit_prepared), LoRA adapters trained in FP32 with Adam, activations and logits
+    (adapter_memory_gib)."""
     return adapter_memory_gib(model, rank, base_bits, seq_len, micro_batch, checkpointing, n_gpus, sharding, loss,
-                              targets, adapter_states)
+                              targets, adapter_states, kbit_prepared)
 
 
 def lora_min_gpus(model: Model, gpu: Gpu, base_bits: float, rank: int = 16) -> tuple[int | None, float]:
