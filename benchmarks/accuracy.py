@@ -744,8 +744,7 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
             n = int(number(row["num_gpus"]))
             est = serving.serving_memory_gib(model, precision, 1, 1, "fp16", n)["weights"]
             out.append(Comparison("memory", what + " | weights per GPU", float(peak), est, "GiB",
-                                  "Meta's FP8 checkpoint keeps attention and embeddings in BF16; the "
-                                  "estimate counts every weight at 1 byte", config=_memory_config(model, row, n)))
+                                  row["note"], config=_memory_config(model, row, n)))
         elif method == "inference weights" and model:
             precision = find_precision(row["precision"])
             n = int(number(row["num_gpus"]))
