@@ -380,6 +380,8 @@ class Fitted:
             return case.metric == "decode_b1" and self.field.endswith(kind)
         if self.field == "layer_overhead_us":
             return case.metric == "decode_b1"
+        if self.field == "sequence_overhead_us":             # per running sequence: rows of many sequences
+            return case.metric in ("fixed_batch", "max_throughput")
         if self.field.startswith("matmul_fraction_"):      # batches of hundreds: the products bound the step
             return case.metric in ("fixed_batch", "max_throughput")
         return False
@@ -398,7 +400,12 @@ FITTED = (
            "gpt-fast batch-1 rows (Llama 2 7B and 70B on 1-8 A100s, bf16 and int8): the decode step is one CUDA graph, "
            "so what a layer costs beyond its bytes is its kernels' own start, ramp and tail; vLLM V0, which replays "
            "its decode step as one CUDA graph too, ships the same value (none of its rows chose it)",
-           lent=("vLLM V0",)),
+           lent=("vLLM V0", "vLLM V0 multi-step")),
+    Fitted("vLLM V0", "sequence_overhead_us", 100.0, 0.0, 2000.0,
+           "vLLM V0 fixed-batch and max-throughput rows (Oracle's 405B and vLLM issue #16300's QwQ-32B batches, AMD's "
+           "MLPerf v4.1 stack): the CPU work per running sequence between steps (sampling, output processing, input "
+           "preparation, scheduling) that V0 does not overlap with the GPU; prior 100 us (vLLM RFC #6801: ~20 ms at 200 "
+           "sequences)"),
     Fitted("Intel Gaudi software", "matmul_fraction_8", 0.70, 0.1, 1.0,
            "Intel's Gaudi 3 fixed-batch rows (Gaudi software 1.18.0): batches of 44 to 4,000 sequences are bound by "
            "the matrix products; Gaudi 3 runs FP8 and BF16 on the same matrix engines at the same peak, so one share "

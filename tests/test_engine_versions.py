@@ -26,13 +26,19 @@ def test_the_default_is_the_version_deployed_today_and_says_so():
 
 
 def test_v0_waits_for_the_cpu_between_steps():
-    """The V0 engine's step carries the CPU work the GPU waits for (vLLM RFC #6854), so one stream
-    decodes slower than on V1 by the difference of their fixed times, and nothing else."""
+    """The V0 engine's step carries the CPU work the GPU waits for (vLLM RFC #6854 per step, RFC #6801 per running
+    sequence), so one stream decodes slower than on V1 by the difference of their fixed times, and nothing else;
+    a batch of 64 by 63 more sequences' CPU time on top (V1 overlaps it: blank)."""
     model, gpu = catalog.model("Llama 3.1 8B"), catalog.gpu("H100")
     v0, v1 = engines.engine("vLLM 0.5"), engines.engine("vLLM 0.9")
+    assert v0.sequence_overhead_us and not v1.sequence_overhead_us
     old, new = (capacity.decode_step(model, gpu, "bf16", 1, 1024, 1, None, e) for e in (v0, v1))
-    fixed = (v0.step_overhead_us - v1.step_overhead_us + model.layers * (v0.layer_overhead_us - v1.layer_overhead_us))
+    fixed = (v0.step_overhead_us - v1.step_overhead_us + model.layers * (v0.layer_overhead_us - v1.layer_overhead_us)
+             + v0.sequence_overhead_us)
     assert old.total - new.total == pytest.approx(fixed * 1e-6) and old.total > new.total
+    old64, new64 = (capacity.decode_step(model, gpu, "bf16", 64, 1024, 1, None, e) for e in (v0, v1))
+    assert (old64.overhead - new64.overhead) - (old.overhead - new.overhead) \
+        == pytest.approx(63 * v0.sequence_overhead_us * 1e-6)
     assert registry.call("DECODE_TOKENS_PER_SEC", "Llama 3.1 8B", "H100", "bf16", 1, 1024, 1, "vllm-v0") \
         == pytest.approx(1 / old.total)
 

@@ -44,6 +44,7 @@ CASES = [
     ("Llama 3.1 70B", "MI325X 256GB", "fp16", 3000, 1000, 300, 6, DEFAULT, 0.2),      # AMD: vLLM by default
     ("Qwen3 8B", "H200 SXM 141GB", "fp8", 4000, 1500, 400, None, DEFAULT, 0.2),      # no latency target
     ("Llama 3.1 8B", "H100 SXM 80GB", "fp8", 1000, 1000, 300, None, "SGLang", 0.2),  # CUDA-graph cap beats KV fit
+    ("Llama 3.1 8B", "A100 SXM 80GB", "bf16", 2000, 500, 200, 20, "vLLM V0", 0.2),   # CPU time per sequence
 ]
 # no link rate in the catalog (and no tensor figure): the sheet says so instead of guessing
 NO_LINK = ("Llama 3.1 8B", "Apple M4 Max 128GB", "fp16", 100, 500, 200, 5, "vLLM", 0.2)

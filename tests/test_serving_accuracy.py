@@ -27,17 +27,20 @@ def evaluated():
 
 
 # Regimes the new evidence (issue 20) shows far off, left out of a target and reported instead
-# (docs/accuracy.md, "Known misses"), by vendor: AMD MI300X's tensor-parallel vLLM rows (AMD's latency
-# table, Oracle's V0 rows) run far slower than the vLLM profile says. Intel Gaudi 3's fixed-batch rows
-# meet the target since Gaudi has its own engine profile (its matrix share chosen out of fold).
-KNOWN_MISSES = {"fixed_batch": ("AMD",)}
+# (docs/accuracy.md, "Known misses"), by vendor. None today: AMD MI300X's fixed-batch vLLM rows (AMD's
+# latency table, Oracle's V0 rows) meet the target since the V0 profile pays its CPU time per running
+# sequence (sequence_overhead_us, chosen out of fold); Intel Gaudi 3's since Gaudi has its own engine profile.
+KNOWN_MISSES: dict[str, tuple[str, ...]] = {}
+# Regimes whose range and median docs/accuracy.md states (known misses, and misses since fixed, whose paragraph
+# says how far they now sit): AMD's fixed-batch rows.
+STATED = {**KNOWN_MISSES, "fixed_batch": ("AMD",)}
 # Mixture-of-experts rows (issue 20's own target for them: 25%) are scored and reported, and kept out of
 # the dense targets above until they meet theirs (docs/accuracy.md, "Known misses").
 MOE_TARGET = 0.25
-# Rows served by vLLM, SGLang or TGI have issue 20's own target (25%, every metric, dense): scored and reported,
-# kept out of the metric targets above until they meet theirs. Most are bursts of hundreds of requests sent at
-# once by a serving client (vllm bench serve, sglang.bench_serving), which the steady-state estimate does not
-# model (docs/accuracy.md, "Known misses").
+# Rows served by vLLM, SGLang or TGI have issue 20's own target (25%, every metric, dense), met; their
+# max-throughput rows, most of them bursts of hundreds of requests sent at once by a serving client (vllm bench
+# serve, sglang.bench_serving) which the steady-state estimate does not model, are kept out of the max-throughput
+# target until they meet it (docs/accuracy.md, "Known misses").
 SERVED_BY = ("vLLM", "SGLang", "Text Generation Inference")
 SERVED_TARGET = 0.25
 
@@ -64,14 +67,22 @@ def test_out_of_sample_median_error_meets_target(evaluated, metric, target):
         assert off > target, f"{metric} on {vendor} now meets its target: stop leaving it out"
 
 
-def test_dense_rows_served_by_vllm_sglang_tgi_are_scored_and_a_known_miss_until_they_meet_their_target(evaluated):
-    """Issue 20's target for rows served by vLLM, SGLang or TGI: 25% out of sample. Scored on every metric; still
-    missed (docs/accuracy.md, "Known misses"): the test fails once they meet it, so they are folded back in."""
+def test_dense_rows_served_by_vllm_sglang_tgi_meet_issue_20s_target_over_every_metric(evaluated):
+    """Issue 20's target for rows served by vLLM, SGLang or TGI: 25% out of sample, over every metric."""
     results, _, _ = evaluated
     served = [r for r in results if _served(r) and not r.case.model.is_moe]
     assert len(served) >= 30 and {"max_throughput", "fixed_batch", "decode_b1"} <= {r.case.metric for r in served}
-    assert statistics.median(abs(r.out_of_sample) for r in served) > SERVED_TARGET, \
-        "vLLM/SGLang/TGI rows now meet their 25% target: fold them back into the max-throughput target"
+    assert statistics.median(abs(r.out_of_sample) for r in served) <= SERVED_TARGET
+
+
+def test_their_max_throughput_rows_are_a_known_miss_until_they_meet_that_target(evaluated):
+    """The served rows' max-throughput figures (mostly bursts sent by a serving client) are kept out of the
+    max-throughput target and stay a known miss (docs/accuracy.md): the test fails once they meet it."""
+    results, _, _ = evaluated
+    rows = [r for r in results if _served(r) and not r.case.model.is_moe and r.case.metric == "max_throughput"]
+    assert len(rows) >= 20
+    assert statistics.median(abs(r.out_of_sample) for r in rows) > TARGETS["max_throughput"], \
+        "vLLM/SGLang/TGI max-throughput rows now meet the target: fold them back into it"
 
 
 def test_moe_rows_are_scored_and_a_known_miss_until_they_meet_their_target(evaluated):
@@ -147,12 +158,13 @@ def test_row_kinds_a_held_out_set_may_hold(tmp_path):
 
 
 def test_the_docs_state_each_known_miss_as_the_report_finds_it(evaluated):
-    """docs/accuracy.md "Known misses" gives each left-out regime's range and median out of sample, so the
+    """docs/accuracy.md "Known misses" gives each stated regime's range and median out of sample, so the
     prose cannot drift from the rows (a model change that moves them must say so)."""
     results, _, _ = evaluated
     page = (Path(__file__).resolve().parents[1] / "docs" / "accuracy.md").read_text(encoding="utf-8")
     page = " ".join(page.split())
-    for metric, vendor in ((m, v) for m, vendors in KNOWN_MISSES.items() for v in vendors):
+    assert STATED
+    for metric, vendor in ((m, v) for m, vendors in STATED.items() for v in vendors):
         errors = sorted(r.out_of_sample for r in results if r.case.metric == metric and r.case.gpu.vendor == vendor
                         and not r.case.model.is_moe)
         median = statistics.median(abs(e) for e in errors)

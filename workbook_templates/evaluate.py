@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
@@ -644,12 +645,24 @@ class Evaluator:
         return value
 
 
+# Cells are evaluated depth first: the serving calculation's batch search chains SEARCH_STEPS bisection steps,
+# each a few cells of a few frames each, to about 900 frames, near Python's default limit of 1,000 (a test
+# runner's own frames tip it over). Python 3.11+ runs Python-to-Python calls without the C stack, so a higher
+# limit is safe; it is restored afterwards.
+RECURSION_LIMIT = 10_000
+
+
 def evaluate(wb, engine: Callable[[str, list], Any] = engine_call) -> dict[str, dict[str, Any]]:
     """{sheet title: {coordinate: value}} for every formula cell of `wb`."""
     ev = Evaluator(wb, engine)
     out: dict[str, dict[str, Any]] = {}
-    for ws in wb.worksheets:
-        for (row, column), cell in sorted(ws._cells.items()):
-            if cell.data_type == "f":
-                out.setdefault(ws.title, {})[cell.coordinate] = ev.cell(ws.title, row, column)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
+    try:
+        for ws in wb.worksheets:
+            for (row, column), cell in sorted(ws._cells.items()):
+                if cell.data_type == "f":
+                    out.setdefault(ws.title, {})[cell.coordinate] = ev.cell(ws.title, row, column)
+    finally:
+        sys.setrecursionlimit(limit)
     return out

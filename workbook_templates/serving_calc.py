@@ -133,6 +133,8 @@ def _figures(s: Sheet, i: Inputs):
                                     "quantized_factor", "0.00"),
                                    ("SrvLayerUs", "Fixed time per layer (us)", "layer_overhead_us", "0.0"),
                                    ("SrvStepUs", "Fixed time per step (us)", "step_overhead_us", "0.0"),
+                                   ("SrvSeqUs", "CPU time per running sequence per step (us; blank: overlapped)",
+                                    "sequence_overhead_us", "0.0"),
                                    ("SrvGraphCap", "CUDA graphs up to (sequences; blank: not modelled)",
                                     "graph_max_batch", "#,##0")):
         s.value(name, label, f"INDEX(Eng_{attr},SrvEngRow)", "", fmt)
@@ -214,6 +216,7 @@ def _group_rows(prompt: str) -> list[tuple[str, str, str, str | None]]:
         ("Fixed time per step (s)", "fixed",
          ('SrvStepUs*0.000001+SrvLayers*SrvLayerUs*0.000001+IF(AND(SrvMulti<>"tensor",{c}{n}>1),'
           '({c}{n}-1)*SrvHopS,0)'), SECONDS),
+        ("CPU time per running sequence per step (s)", "seq", "SrvSeqUs*0.000001", SECONDS),
         ("Prefill compute per request (s)", "prefill",
          guard("(SrvPrefillFlops/SrvFlops+SrvPrefillAttnFlops/SrvFlopsAttn)/{c}{split}+{c}{arlat}+{c}{artok}*"
                + prompt), SECONDS),
@@ -242,7 +245,7 @@ def eager_s(batch: str) -> str:
 def tpot_ms(c: str, rows: dict[str, int], batch: str, out: str) -> str:
     """TPOT (ms) at `batch` for the group in column `c` of the calculation sheet: one decode
     step (weights, attention, all-reduce, fixed; a batch beyond the engine's CUDA-graph cap pays the eager
-    launches per layer) plus this request's share of the prefills."""
+    launches per layer; the CPU time per running sequence, vLLM V0's) plus this request's share of the prefills."""
     g = f"'{SHEET}'!${c}$"
     split, repl = f"{g}{rows['split']}", f"{g}{rows['repl']}"
     weights = (f"(MAX(SrvDenseStream*SrvWidth/SrvBwWeights,2*SrvDense*{batch}/SrvFlops)/{split}"
@@ -250,6 +253,7 @@ def tpot_ms(c: str, rows: dict[str, int], batch: str, out: str) -> str:
     attention = (f"MAX(SrvKvValues*SrvKvWidth*SrvLtContext*{batch}*{repl}/{split}/SrvBwKv,"
                  f"4*SrvHeads*SrvHeadDim*SrvLtContext*{batch}/{split}/SrvFlops16)")
     rest = (f"{g}{rows['arlat']}+{g}{rows['artok']}*{batch}+{g}{rows['fixed']}+{eager_s(batch)}"
+            f"+{batch}*{g}{rows['seq']}"
             f"+{batch}*{g}{rows['prefill']}/{out}")
     return guard(f"1000*({weights}+{attention}+{rest})")
 
@@ -455,7 +459,8 @@ def _candidates(s: Sheet, rows: dict[str, int], out: str) -> int:
         attention = (f"1000*MAX(SrvKvValues*SrvKvWidth*SrvLtContext*{a}*{kept['repl']}/{kept['split']}/SrvBwKv,"
                      f"4*SrvHeads*SrvHeadDim*SrvLtContext*{a}/{kept['split']}/SrvFlops16)")
         cells = [f'IF({a}<={kept["limit"]},"yes","no")', guard(weights), guard(attention),
-                 f"1000*({kept['arlat']}+{kept['artok']}*{a})", f"1000*({kept['fixed']}+{eager_s(a)})", guard(f"SUM(C{r}:F{r})"),
+                 f"1000*({kept['arlat']}+{kept['artok']}*{a})",
+                 f"1000*({kept['fixed']}+{eager_s(a)}+{a}*{kept['seq']})", guard(f"SUM(C{r}:F{r})"),
                  guard(f"1000*{a}*{kept['prefill']}/{out}"), guard(f"G{r}+H{r}"), guard(f"{a}/(I{r}/1000)"),
                  f'IF(I{r}<=SrvTarget,"yes","no")']
         fmts = [None, st.MS, st.MS, st.MS, st.MS, st.MS, st.MS, st.MS, "#,##0", None]

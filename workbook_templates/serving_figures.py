@@ -75,6 +75,7 @@ ENGINE_COLUMNS = [  # engine profile fields the calculation reads
     ("memory_fraction", "Memory share", "0.00"), ("activation_reserve_gib", "Reserve (GiB)", "0.0"),
     ("kv_reservation", "KV per request", None), ("quantized_factor", "Weight-only quantised bandwidth factor", "0.00"),
     ("layer_overhead_us", "Fixed time per layer (us)", "0.0"), ("step_overhead_us", "Fixed time per step (us)", "0.0"),
+    ("sequence_overhead_us", "CPU time per running sequence per step (us; blank: overlapped)", "0.0"),
     ("graph_max_batch", "CUDA graphs up to (sequences; blank: not modelled)", "#,##0"),
     ("matmul_fraction_16", "16-bit product share of peak", "0.00"),
     ("matmul_fraction_8", "8-bit product share of peak", "0.00"),
@@ -150,7 +151,7 @@ def engines_sheet(book: Book):
         ws.cell(row=bits_row, column=first_mm + i, value=bits)
     book.define("Eng_matmul_bits", f"'{ENGINES}'!${col(first_mm)}${bits_row}:${col(first_mm + 2)}${bits_row}")
     st.set_widths(ws, {"A": 16, **{col(i): 8 for i in range(2, len(ENGINE_COLUMNS) + 2)},
-                       col(len(ENGINE_COLUMNS) + 2): 34})
+                       col(len(ENGINE_COLUMNS) + 2): 26})
     ws.row_dimensions[2].height = 75
     ws.freeze_panes = "B3"
     ws.print_title_rows = "1:2"

@@ -68,6 +68,7 @@ class Engine:
     quantized_factor: float
     layer_overhead_us: float
     step_overhead_us: float
+    sequence_overhead_us: float | None   # CPU time per running sequence per step the GPU waits for (blank: overlapped)
     graph_max_batch: int | None      # decode steps of more sequences run without CUDA graphs (blank: not modelled)
     matmul_fraction_16: float
     matmul_fraction_8: float

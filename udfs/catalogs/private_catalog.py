@@ -85,7 +85,8 @@ LIMITS: dict[str, dict[str, numbers.Range]] = {
                     "activation_reserve_gib": _R(0, 10_000), "max_batch": _R(1, 1e7, whole=True),
                     "large_gpu_max_batch": _R(1, 1e7, whole=True), "graph_max_batch": _R(0, 1e7, whole=True),
                     "max_num_tokens": _R(1, 1e10, whole=True),
-                    "layer_overhead_us": _R(0, 1e6), "step_overhead_us": _R(0, 1e7)},
+                    "layer_overhead_us": _R(0, 1e6), "step_overhead_us": _R(0, 1e7),
+                    "sequence_overhead_us": _R(0, 1e6)},
 }
 # Figures of one row that must not exceed another of the same row (when both are given), and
 # the one that must divide another: a model with more KV heads than heads, or more active

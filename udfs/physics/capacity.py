@@ -9,7 +9,8 @@ as a sum over operations, each on its own roofline:
   attention         max(KV bytes of every sequence at its length / bandwidth, its FLOPs / FLOP/s)
   all-reduce        two per layer under tensor parallelism: latency + activations over the link
   engine overhead   fixed time per layer (kernel launches; more for a step beyond the engine's CUDA-graph
-                    cap, which then runs eagerly) and per step (scheduler, sampling)
+                    cap, which then runs eagerly) and per step (scheduler, sampling), and CPU time per running
+                    sequence where the engine does not overlap it with the GPU (vLLM V0)
 Prefill of the same requests is paid in the same GPU-seconds: over one request lifetime
 (`output` steps) the engine also prefills `batch` new prompts, so
   time per output token (TPOT) = step time + batch x prefill compute of one prompt / output
@@ -214,7 +215,8 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
     attn_rate = _decode_flops(gpu, None, eng, batch)
     attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / attn_rate)
     links = _exchange_s(model, gpu, tp, batch / stages, eng) + _stage_hops_s(model, batch / stages, stages)
-    return Step(weights, attention, links, _overhead_s(model, gpu, eng, n_gpus, batch))
+    cpu = (eng.sequence_overhead_us or 0.0) * 1e-6 * batch     # per running sequence, the GPU waiting (engine profile)
+    return Step(weights, attention, links, _overhead_s(model, gpu, eng, n_gpus, batch) + cpu)
 
 
 def _exchange_s(model: Model, gpu: Gpu, tp: int, tokens: float, eng: Engine) -> float:
