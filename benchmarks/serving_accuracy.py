@@ -300,12 +300,19 @@ def estimate(case: Case, eng: engines.Engine) -> float:
 
 def running_at(case: Case, eng: engines.Engine) -> float | None:
     """Sequences an arriving request finds decoding at the row's request rate (Little's law: rate x the time a
-    request stays, its answer at the batch-1 step; Poisson arrivals see the time average); None: no load."""
+    request stays, its answer at the step of that many sequences, found by a few fixed-point rounds from the
+    batch-1 step; Poisson arrivals see the time average); None: no load."""
     if not case.rate:
         return None
-    step = capacity.decode_step(case.model, case.gpu, case.precision, 1, case.prompt + case.answer / 2, case.n_gpus,
-                                case.kv, eng).total
-    return case.rate * case.answer * step
+    running = 1.0
+    for _ in range(RUNNING_ROUNDS):
+        step = capacity.decode_step(case.model, case.gpu, case.precision, max(1.0, running),
+                                    case.prompt + case.answer / 2, case.n_gpus, case.kv, eng).total
+        running = case.rate * case.answer * step
+    return running
+
+
+RUNNING_ROUNDS = 6      # the step grows slowly with the batch at these loads: a handful of rounds settle it
 
 
 def max_throughput(case: Case, eng: engines.Engine) -> float:
