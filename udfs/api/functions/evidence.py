@@ -23,7 +23,7 @@ WORKLOADS = {"serving": "throughput", "decode": "decode", "prefill": "prefill", 
            returns="text",
            examples=[(("Llama 3.1 405B", "H100", "fp8", "", "memory", 8),
                       "1 measured row in this regime (memory: NVIDIA H100, dense, parallel); error band P10 -18%, "
-                      "P90 +0% (P10/P90 of its rows and of the 2 rows of its metric level); nearest measured: "
+                      "P90 +0% (P10/P90 of its rows and of the 4 rows of its metric level); nearest measured: "
                       "Llama 3.1 405B | inference weights (vLLM) | FP8 | H100 80GB | 8 | weights per GPU (memory) "
                       "(-18.2% out of sample)"),
                      (("Llama 3.1 70B", "B200", "fp8", "", "memory", 2),
