@@ -105,7 +105,8 @@ def test_a_p95_target_sizes_the_same_fleet_in_traffic_and_report(model, spare):
 # (kind, model, tokens, precision, deadline days): pre-training 7B / 13B / 70B and a full fine-tune
 TRAINING = [("train", "Llama 2 7B", 2e12, "bf16", 60), ("train", "Llama 2 13B", 2e12, "bf16", 90),
             ("train", "Llama 2 70B", 2e12, "bf16", 120), ("train", "Llama 2 7B", 2e12, "fp8", 60),
-            ("finetune", "Llama 3.1 8B", 2e9, "bf16", 3)]
+            ("finetune", "Llama 3.1 8B", 2e9, "bf16", 3), ("lora", "Llama 3 70B", 1e9, "bf16", 3),
+            ("qlora", "Llama 3 70B", 1e9, "bf16", 3), ("qlora", "Llama 2 7B", 1e9, "bf16", 1)]
 TRAINING_GPUS = ["A100 SXM 80GB", "H100 SXM", "B200"]
 
 
@@ -122,10 +123,16 @@ def _scope(kind: str) -> str:
     return "run" if kind == "train" else "steady"
 
 
+def _method(kind: str) -> str:
+    """TRAINING_GPU_HOURS' method for a picker workload: lora / qlora, else full."""
+    return kind if kind in ("lora", "qlora") else "full"
+
+
 def _hours(kind, model, tokens, precision, gpu, n_gpus):
     """TRAINING_GPU_HOURS on n_gpus, or the Excel error code where n_gpus cannot hold the job."""
     try:
-        return registry.call("TRAINING_GPU_HOURS", model, tokens, gpu, "", precision, "point", _scope(kind), n_gpus)
+        return registry.call("TRAINING_GPU_HOURS", model, tokens, gpu, "", precision, "point", _scope(kind), n_gpus,
+                             _method(kind))
     except FlopsheetError as e:
         return e.code
 
@@ -156,13 +163,15 @@ def test_report_and_rank_training_hours_are_training_gpu_hours_on_their_count(ki
             assert hours == "#NUM!", (r.count, hours)
             continue
         assert r.gpu_hours == pytest.approx(hours, rel=1e-9), r.count
-        days = registry.call("TRAINING_DAYS", model, tokens, gpu, r.count, "", precision, _scope(kind), True)
+        days = registry.call("TRAINING_DAYS", model, tokens, gpu, r.count, "", precision, _scope(kind), True,
+                             _method(kind))
         assert r.days == pytest.approx(days, rel=1e-9)
     rank = registry.call("GPU_RANK", kind, model, precision, "cost", "", deadline, tokens, "", basis, 0, "", "", "",
                          "any")
     row = dict(zip(rank.header, next(r for r in rank.rows if r[1] == catalog.gpu(gpu).name)))
     if row["fits"] and row["days"] is not None:
-        days = registry.call("TRAINING_DAYS", model, tokens, gpu, row["count"], "", precision, _scope(kind), True)
+        days = registry.call("TRAINING_DAYS", model, tokens, gpu, row["count"], "", precision, _scope(kind), True,
+                             _method(kind))
         assert row["days"] == pytest.approx(days, rel=1e-9)
         assert row["days"] * row["count"] * 24 == pytest.approx(_hours(kind, model, tokens, precision, gpu,
                                                                         row["count"]), rel=1e-9)

@@ -246,8 +246,9 @@ RANGES = {"power_w": (0, 1500), "pue": (1, 2), "usd_per_kwh": (0, 0.5), "opex_us
 # Arguments a native formula may leave out: it computes the point estimate; the `estimate`
 # range needs the measured evidence (udfs/physics/evidence.py), which a native formula cannot read; and
 # `scope` only picks the training-efficiency table's MFU when `mfu` is blank, while a native formula takes
-# its MFU from a cell (the Training budget's input).
-FORMULA_FREE = {"estimate", "scope", "all_reduce"}
+# its MFU from a cell (the Training budget's input); `method` changes only the traffic on n_gpus (a checkpointed
+# LoRA/QLoRA job executes 6 FLOPs a parameter a token too: training.method_flops, tested in test_loracomm.py).
+FORMULA_FREE = {"estimate", "scope", "all_reduce", "method"}
 
 
 def _formula_free(fn, a) -> bool:

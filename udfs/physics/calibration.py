@@ -155,6 +155,19 @@ MIN_TOKENS_PER_GPU = 1024
 # 3.4.1 doubles 4M to 8M and then to 16M as training proceeds). Beyond 16,384 GPUs a GPU gets fewer tokens.
 MAX_GLOBAL_BATCH_TOKENS = 16_777_216
 
+# LoRA / QLoRA across GPUs (training.adapter_sync): only the adapters are trained, so only their gradients are
+# reduced, in the adapters' dtype: FP32, 4 bytes a parameter (PEFT upcasts 16-bit adapters to FP32 by default,
+# get_peft_model(autocast_adapter_dtype=True), huggingface.co/docs/peft package_reference/peft_model; the same
+# basis as training_memory.ADAPTER_STATES["fp32"]).
+ADAPTER_GRAD_BYTES = 4
+# Under FSDP FULL_SHARD / ZeRO-3 the frozen base of a LoRA job is sharded too: each layer's weights are
+# all-gathered in their storage format before its forward and again before its backward, then freed (PyTorch
+# FSDP docs, ShardingStrategy.FULL_SHARD: parameters are sharded, all-gathered before the forward and again
+# before the backward and resharded after each; DeepSpeed ZeRO-3 docs: stage 3 partitions the parameters and
+# gathers them for the forward and backward passes); Answer.AI's fsdp_qlora gathers NF4 with its constants
+# (bnb_4bit_quant_storage, training_memory.base_weight_bytes): 2 gathers a micro-batch.
+FSDP_GATHERS_PER_STEP = 2
+
 # Mixture-of-experts: the least time one expert GEMM takes however small (us). A GEMM cannot end
 # before one tile has streamed its K-slice of the weights through the SM's load pipeline and written
 # its result: a few HBM round trips of ~0.6-0.8 us (H100/A100 load latency, Jia et al., "Dissecting

@@ -48,6 +48,10 @@ DEADLINE_DAYS = 90
 # Fine-tuning data when none is given: 100M tokens, a convention (the order of a large
 # instruction-tuning set), not a measurement; give your own data size.
 FINETUNE_TOKENS = 1e8
+# LoRA rank the picker and TRAINING_GPU_HOURS(..., method lora/qlora) size a job at: 16 on every linear layer, a
+# common choice between PEFT's default r=8 and the QLoRA paper's r=64 (Dettmers et al. 2023, arXiv:2305.14314);
+# it sets the memory count (training_memory.lora_min_gpus) and the adapter gradients reduced (training.adapter_sync).
+LORA_RANK = 16
 # Compute-optimal pre-training tokens per parameter (Hoffmann et al. 2022, "Chinchilla").
 CHINCHILLA_TOKENS_PER_PARAM = 20
 

@@ -342,6 +342,16 @@ def lora_params(model: Model, rank: int, targets: str | tuple[str, ...] = "all")
 LORA_SHARDING = ("ddp", "fsdp")
 
 
+def base_weight_bytes(model: Model, base_bits: float, kbit_prepared: bool = False) -> float:
+    """Bytes of a LoRA job's frozen base in its storage format: linear layers at base_bits (NF4's 4.127 with its
+    constants for QLoRA), embeddings, head and norms in 16-bit (FP32 once kbit_prepared); all of it at
+    base_bits when that is 16 or more. What the GPUs hold, and what FSDP all-gathers (training.adapter_sync)."""
+    if base_bits >= 16:
+        return model.total_params * base_bits / 8
+    linear = linear_params(model)
+    return linear * base_bits / 8 + (model.total_params - linear) * (KBIT_PREPARED_BYTES if kbit_prepared else 2)
+
+
 def adapter_memory_gib(model: Model, rank: int, base_bits: float, seq_len: float, micro_batch: float,
                        checkpointing: bool, n_gpus: int = 1, sharding: str = "ddp",
                        loss: str = "standard", targets: str | tuple[str, ...] = "all",
@@ -352,10 +362,7 @@ def adapter_memory_gib(model: Model, rank: int, base_bits: float, seq_len: float
     parameter (FP32 by default: 16, weight, gradient, m, v). Activations: checkpointed, the layer inputs
     plus one layer's working set; else every layer's. Under FSDP the base and adapters are sharded over
     n_gpus, one layer gathered."""
-    linear = linear_params(model)
-    rest = model.total_params - linear
-    rest_bytes = KBIT_PREPARED_BYTES if kbit_prepared else 2
-    base = (linear * base_bits / 8 + rest * rest_bytes) if base_bits < 16 else model.total_params * base_bits / 8
+    base = base_weight_bytes(model, base_bits, kbit_prepared)
     adapters = lora_params(model, rank, targets) * ADAPTER_STATES[adapter_states]
     if sharding == "fsdp" and n_gpus > 1:
         base = base / n_gpus + base / model.dim("layers", NEED)
@@ -394,7 +401,7 @@ def qlora_memory_gib(model: Model, rank: int = 16, seq_len: float = defaults.SEQ
                               targets, adapter_states, kbit_prepared)
 
 
-def lora_min_gpus(model: Model, gpu: Gpu, base_bits: float, rank: int = 16) -> tuple[int | None, float]:
+def lora_min_gpus(model: Model, gpu: Gpu, base_bits: float, rank: int = defaults.LORA_RANK) -> tuple[int | None, float]:
     """Fewest GPUs that hold a LoRA (base_bits 16) or QLoRA (NF4_BITS) job at the picker's assumptions
     (rank 16 on every linear layer, FP32 adapter states, checkpointed, micro-batch 1 x SEQ_LEN per GPU): one
     GPU holding all of it, else FSDP sharding the base and adapters over n (adapter_memory_gib with "fsdp"),

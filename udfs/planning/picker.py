@@ -7,7 +7,9 @@ Assumptions (stated in docs/cost-model.md): training uses ZeRO-3 data parallelis
 activation recompute, micro-batch 1 x 2,048 tokens; when the weights and gradients alone
 do not fit one GPU, the model must be sharded and the GPUs need an NVLink-class link
 (catalog.NVLINK_CLASS_GBS; the lesson: tensor parallelism over PCIe is impractical). LoRA/QLoRA jobs
-run on one GPU per replica. Serving is sized by the serving-capacity model
+run on one GPU per replica where one holds them, else FSDP across all (training.lora_sharding); their GPUs
+reduce only the adapter gradients, and FSDP all-gathers the frozen base each micro-batch
+(training.adapter_sync). Serving is sized by the serving-capacity model
 (capacity.plan_for_demand, as GPUS_FOR_TRAFFIC): each copy runs at the largest batch its KV
 cache holds under the engine's rules and the latency target allows, on the tensor-parallel
 group (1, 2, 4, 8 GPUs; a copy over servers when none holds the model) that needs the fewest GPUs
@@ -242,11 +244,11 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
             and not gpu.nvlink_class("sharding the model across GPUs"):
         return _fail(option, Status.NEEDS_NVLINK, gpu=gpu.name, link_gbs=gpu.interconnect_gbs,
                      needed_gbs=catalog.NVLINK_CLASS_GBS)
-    scope, flops = training_scope(workload), flops_per_param(workload)
-    ideal = training.on_cluster(model, gpu, tokens, 1, precision, scope, flops_per_param=flops).compute_gpu_hours
+    scope, method = training_scope(workload), training_method(workload)
+    ideal = training.on_cluster(model, gpu, tokens, 1, precision, scope, method=method).compute_gpu_hours
     unit = sold_unit(gpu, basis)
-    count, _ = training_count(model, gpu, precision, ideal, n_mem, deadline, unit)
-    run = training.on_cluster(model, gpu, tokens, count, precision, scope, flops_per_param=flops)
+    count, _ = training_count(model, gpu, precision, ideal, n_mem, deadline, unit, method)
+    run = training.on_cluster(model, gpu, tokens, count, precision, scope, method=method)
     option.count, option.purchase_unit, option.mem_count = count, unit, n_mem
     option.ideal_gpu_hours, option.gpu_hours = run.compute_gpu_hours, run.gpu_hours
     option.days = option.gpu_hours / count / 24
@@ -264,10 +266,14 @@ def job_tokens(workload: str, model, tokens: float | None) -> float:
                       else defaults.FINETUNE_TOKENS)
 
 
+def training_method(workload: str) -> str:
+    """How a training workload trains its weights (training.METHODS): lora / qlora, else every weight (full)."""
+    return workload if workload in ("lora", "qlora") else "full"
+
+
 def flops_per_param(workload: str) -> int:
-    """Training FLOPs a parameter a token: 6 (forward 2, backward 4), 4 for LoRA/QLoRA (no weight gradients
-    for the frozen base)."""
-    return 4 if workload in ("lora", "qlora") else 6
+    """Training FLOPs a parameter a token (training.method_flops): 6, 4 for LoRA/QLoRA."""
+    return training.method_flops(training_method(workload))
 
 
 def training_scope(workload: str) -> str:
@@ -282,20 +288,20 @@ def training_mfu(gpu, model, precision, workload: str) -> training_efficiency.Ef
 
 
 def training_count(model, gpu, precision, ideal_gpu_hours: float, n_mem: int, deadline_days: float,
-                   unit: int) -> tuple[int, float]:
+                   unit: int, method: str = "full") -> tuple[int, float]:
     """Fewest GPUs, in whole units, that hold the model and finish within the deadline once the
     all-reduce is paid (training.scale_out_efficiency at that count), and that efficiency. The
     efficiency falls as GPUs are added, so the count is found by iterating; past the point where
     adding GPUs no longer pays for their all-reduce the deadline is missed (MAX_GPUS exceeded)."""
     system = int(gpu.need("system_gpus", "training across GPUs"))
     count = whole(max(n_mem, math.ceil(ideal_gpu_hours / (deadline_days * 24) - 1e-9)), unit)
-    eff = training.scale_out_efficiency(model, gpu, count, precision, gpus_per_system=system)
+    eff = training.scale_out_efficiency(model, gpu, count, precision, gpus_per_system=system, method=method)
     for _ in range(100):
         need = whole(max(n_mem, math.ceil(ideal_gpu_hours / eff / (deadline_days * 24) - 1e-9)), unit)
         if need <= count or count > MAX_GPUS:
             break
         count = max(need, count + unit)
-        eff = training.scale_out_efficiency(model, gpu, count, precision, gpus_per_system=system)
+        eff = training.scale_out_efficiency(model, gpu, count, precision, gpus_per_system=system, method=method)
     if ideal_gpu_hours / eff / count / 24 > deadline_days * (1 + 1e-9):
         count = max(count, MAX_GPUS + 1)
     return count, eff

@@ -205,8 +205,9 @@ def _why_best(sc: Scenario, r: Row, n_ok: int) -> str:
 
 def _whole_run_hours(sc: Scenario, r: Row) -> tuple[training_efficiency.Efficiency, float] | None:
     """The table's cell of the option's scope and the GPU-hours it gives with no cluster size modelled
-    (TRAINING_GPU_HOURS with n_gpus blank); None for LoRA/QLoRA (4 FLOPs a parameter, not that function's 6)."""
-    if picker.flops_per_param(sc.kind) != 6:
+    (TRAINING_GPU_HOURS with n_gpus blank); None for LoRA/QLoRA (their traffic is adapter_sync's, not the
+    whole-run cell's clusters)."""
+    if picker.training_method(sc.kind) != "full":
         return None
     model, gpu = sc.model, r.gpu_row
     cell = training_efficiency.for_gpu(gpu, model, as_precision(sc.precision).name, picker.training_scope(sc.kind))

@@ -283,7 +283,8 @@ def _training_rows(sc: Scenario, opt, basis: str, rate, deadline: float, price_s
     system = int(opt.gpu_row.need("system_gpus", "training across GPUs"))
     out = []
     for c in _counts(sc, opt.count, unit):
-        eff = training.scale_out_efficiency(sc.model, opt.gpu_row, c, sc.precision, gpus_per_system=system)
+        eff = training.scale_out_efficiency(sc.model, opt.gpu_row, c, sc.precision, gpus_per_system=system,
+                                            method=picker.training_method(sc.kind))
         gpu_hours = opt.ideal_gpu_hours / eff
         days = gpu_hours / c / 24
         r = Row(opt.gpu, basis, c, c == opt.count, True, days=days, gpu_hours=gpu_hours, purchase_unit=unit,

@@ -2,7 +2,7 @@
 table's by GPU generation, precision, size and dense/MoE, or the caller's), wall-clock days and cost;
 and the speed-up of one GPU over another for the second seed's effective-cost comparison."""
 
-from ...physics import evidence, training, training_efficiency, training_memory
+from ...physics import defaults, evidence, training, training_efficiency, training_memory
 from ...catalogs import resolve
 from ...catalogs.catalog import Model
 from ..registry import Arg, worksheet
@@ -23,6 +23,13 @@ ON_GPUS = Arg("n_gpus", "integer", "GPUs training together. Blank: a whole run a
               "(tensor/pipeline/data-parallel layout, a batch growing with the cluster, reduce-scatter and all-gather "
               "overlapped with the passes; TRAINING_MFU part scale_out gives its share)", "GPUs", default="", min=1)
 
+METHOD = Arg("method", "choice", "How the weights are trained: full (default: every weight, 6 FLOPs a parameter a "
+             f"token), lora (adapters of rank {defaults.LORA_RANK} on every linear layer of a frozen 16-bit base) or "
+             "qlora (the same on an NF4 base): 4 FLOPs a parameter a token plus the checkpointed forward recomputed, "
+             "6 too; with n_gpus, only the adapter gradients are reduced and, where one GPU cannot hold the job "
+             "(LORA_MEMORY_GB), FSDP all-gathers the frozen base each micro-batch, as GPU_RANK sizes it",
+             choices=training.METHODS, default="full")
+
 
 def params_of(value: Model | float) -> float:
     """Active parameters of a catalog model, or a parameter count as given."""
@@ -37,15 +44,30 @@ def efficiency(model_or_params, gpu, precision, scope) -> training_efficiency.Ef
 
 
 def fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus: int | None = None,
-                 on_n_gpus: bool = False) -> float:
-    """GPU-hours of a job that fits (training_memory.check_fit; a count borrows a catalog layout for it):
-    on_n_gpus, on n_gpus by the picker's formula (training.on_cluster); else at the MFU given or the table's."""
+                 on_n_gpus: bool = False, method: str = "full") -> float:
+    """GPU-hours of a job that fits (training_memory.check_fit, LoRA / QLoRA lora_fit; a count borrows a catalog
+    layout for it): on_n_gpus, on n_gpus by the picker's formula (training.on_cluster); else at the MFU given or
+    the table's."""
     model, n_gpus = resolve.model(model_or_params), n_gpus or None        # n_gpus blank arrives as ""
-    training_memory.check_fit(model, gpu, precision, n_gpus)
+    if method == "full":
+        training_memory.check_fit(model, gpu, precision, n_gpus)
+    else:
+        lora_fit(model, gpu, method, n_gpus)
     if on_n_gpus and n_gpus is not None:
-        return training.on_cluster(model, gpu, tokens, n_gpus, precision, scope, mfu).gpu_hours
+        return training.on_cluster(model, gpu, tokens, n_gpus, precision, scope, mfu, method).gpu_hours
     mfu = mfu if mfu is not None else efficiency(model_or_params, gpu, precision, scope).mfu
-    return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision)
+    return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision,
+                                       training.method_flops(method))
+
+
+def lora_fit(model: Model, gpu, method: str, n_gpus: int | None) -> None:
+    """#NUM! where no number of GPUs, or fewer than n_gpus, holds the LoRA / QLoRA job as GPU_RANK sizes it."""
+    n, held = training_memory.lora_min_gpus(model, gpu, training.base_bits(method))
+    if n is None or (n_gpus is not None and n_gpus < n):
+        given = "however many GPUs share it" if n is None else f"on {n_gpus:g} (needs at least {n:,})"
+        raise training_memory.NoFit(f"{model.name} does not fit {gpu.name} for {method} (rank {defaults.LORA_RANK}, "
+                                    f"checkpointed, micro-batch 1 x {defaults.SEQ_LEN:,} tokens, FSDP) {given}: each holds "
+                                    f"{training_memory.gib_text(held)}", held, training_memory.usable_gib(gpu))
 
 
 @worksheet("TRAINING_MFU", "Model FLOPs utilisation a training run reaches on a GPU. Steady state: a step-time "
@@ -87,11 +109,11 @@ def training_flops(model_or_params, tokens, full_recompute):
            "evaluation (scope run), or steady-state throughput only (scope steady). estimate = low / high: the hours "
            "at the P90 / P10 of the measured error of its regime (ESTIMATE_EVIDENCE with workload training).",
            "GPU-hours", "Training",
-           [MODEL_OR_PARAMS, TOKENS, GPU, MFU, PRECISION, ESTIMATE, SCOPE, ON_GPUS],
+           [MODEL_OR_PARAMS, TOKENS, GPU, MFU, PRECISION, ESTIMATE, SCOPE, ON_GPUS, METHOD],
            examples=[(("Llama 2 7B", 2e12, "A100"), 187_527), ((7e9, 1e12, "H100", 0.5), 23_581)],
            formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600', kind="time")
-def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision, estimate, scope, n_gpus):
-    hours = fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus, on_n_gpus=True)
+def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision, estimate, scope, n_gpus, method="full"):
+    hours = fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus, True, method)
     if estimate == "point":
         return hours
     model = model_or_params if isinstance(model_or_params, Model) else None
@@ -107,11 +129,11 @@ def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision, estimate, s
             PRECISION, SCOPE,
             Arg("all_reduce", "bool", "FALSE (default): the table's cell of the scope (a whole run at the scale the "
                 "measured runs had) / n_gpus; TRUE: the job on n_gpus as GPU_RANK sizes it: the steady-state MFU "
-                "(x TRAINING_GOODPUT for scope run) and the gradient all-reduce at n_gpus", default=False)],
+                "(x TRAINING_GOODPUT for scope run) and the gradient all-reduce at n_gpus", default=False), METHOD],
            examples=[((7e9, 1e12, "H100", 512, 0.5), 1.9190)],
            formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600/{n_gpus}/24', kind="time")
-def training_days(model_or_params, tokens, gpu, n_gpus, mfu, precision, scope, all_reduce):
-    return fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus, all_reduce) / n_gpus / 24
+def training_days(model_or_params, tokens, gpu, n_gpus, mfu, precision, scope, all_reduce, method="full"):
+    return fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus, all_reduce, method) / n_gpus / 24
 
 
 @worksheet("TRAINING_COST", "Cost to train: GPU-hours x price per GPU-hour (whole-run GPU-hours by default: scope; "
