@@ -66,6 +66,7 @@ METRICS = {
     "qlora_memory": "QLoRA memory per GPU (GiB, like-for-like rows)",
     "full_memory": "Full-training memory per GPU (GiB, like-for-like rows: peak or model states)",
     "qlora_context": "QLoRA longest context that fits (HF + FlashAttention-2 baseline)",
+    "lora_time": "LoRA / QLoRA job time on several GPUs (method_flops at the steady MFU / adapter_sync)",
 }
 BOOLEAN_METRICS = ("fit",)
 
@@ -869,10 +870,41 @@ def format_regimes(rows: list[evidence.Measured]) -> list[str]:
 
 # ---------------------------------------------------------------------------- report
 
+def lora_time_row(ref: str, row: dict[str, str]) -> Comparison | Skip:
+    """A LoRA / QLoRA job's seconds on several GPUs against the model: the method's FLOPs (training.method_flops,
+    checkpointed) at the steady-state MFU of the GPU and model, over the row's GPUs, divided by the share left
+    by the row's traffic (training.scale_out_efficiency with its method, sharding and micro-batch). No constant
+    is chosen from these rows: in and out of sample are the same."""
+    what = label(ref, row, "model", "method", "gpu_type", "gpu_count", "sharding", "micro_batch")
+    gpu, model = find_gpu(row["gpu_type"]), find_model(row["model"])
+    if gpu is None or model is None:
+        return Skip(what, f"'{row['gpu_type'] if gpu is None else row['model']}' is not in the catalog")
+    if row["cpu_offload"].strip().upper() == "TRUE":
+        return Skip(what, "CPU offload of the weights: not modelled (the base would cross PCIe from host memory)")
+    if row["link"].startswith("unstated"):
+        return Skip(what, f"the GPUs' link is {row['link']}: the rate the gathers run at is unknown")
+    n, micro = int(row["gpu_count"]), int(row["micro_batch"]) * int(row["seq_len"])
+    tokens = int(row["samples"]) * int(row["seq_len"])
+    mfu = teff.for_gpu(gpu, model, "bf16", "steady")
+    peak = gpu.tensor_peak("bf16", "a LoRA job's time", weight_only=False).tflops * 1e12
+    share = training.scale_out_efficiency(model, gpu, n, "bf16", method=row["method"], sharding=row["sharding"],
+                                          micro_tokens=micro)
+    seconds = training.method_flops(row["method"]) * model.active * tokens / (n * peak * mfu.mfu) / share
+    note = f"steady MFU {mfu.mfu:.3f} ({mfu.basis}); {share:.2%} of the time computing"
+    config = Config(model.name, model.active, bool(model.is_moe), gpu, "bf16", n)
+    return Comparison("lora_time", what, float(row["seconds"]), seconds, "s", note, None, config)
+
+
+def compare_lora_time(rows) -> tuple[list[Comparison], list[Skip]]:
+    found = [lora_time_row(ref, row) for ref, row in rows]
+    return [c for c in found if isinstance(c, Comparison)], [c for c in found if isinstance(c, Skip)]
+
+
 def run(directory: Path) -> Report:
     comparisons, skipped = compare_inference(directory)
     for name, compare in (("training_measured.csv", compare_training),
-                          ("memory_measured.csv", compare_memory)):
+                          ("memory_measured.csv", compare_memory),
+                          ("lora_time_measured.csv", compare_lora_time)):
         found, left = compare(read_rows(directory, name))
         comparisons += found
         skipped += left

@@ -9,7 +9,7 @@ from benchmarks import accuracy
 
 ROOT = Path(__file__).resolve().parent.parent
 DIRECTORY = accuracy.default_measured_dir()
-FILES = ("inference_measured.csv", "training_measured.csv", "memory_measured.csv")
+FILES = ("inference_measured.csv", "training_measured.csv", "memory_measured.csv", "lora_time_measured.csv")
 
 
 @pytest.fixture(scope="module")
