@@ -17,6 +17,9 @@ Metrics (one per kind of measurement; none is skipped silently):
   fixed_batch     output tokens/s of a static batch (prefill, then decode), total over GPUs
   max_throughput  output tokens/s of a model copy at the largest batch the engine runs
                   (trtllm-bench max-throughput, MLPerf Offline/Server), SERVING_THROUGHPUT
+  burst           output tokens/s of N requests sent at once (`vllm bench serve --num-prompts N`,
+                  request rate inf): the run's mean, ramp and tail included; not a steady state, so
+                  not what SERVING_THROUGHPUT estimates, and kept out of its evidence bands
   prefill         time to first token (ms) and prompt processing (tokens/s)
   fit             out-of-memory rows: does the estimate agree that it does not fit
 Rows whose GPU or model is not in the catalog are listed with the reason.
@@ -49,6 +52,7 @@ METRICS = {
     "decode_b1": "Batch-1 decode tokens/s, with the row's engine",
     "fixed_batch": "Fixed-batch throughput (output tokens/s, total)",
     "max_throughput": "Max-throughput output tokens/s (SERVING_THROUGHPUT)",
+    "burst": "Burst of N requests sent at once: the run's mean output tokens/s (ramp modelled, tail not)",
     "prefill": "Time to first token / prompt processing",
 }
 MIN_ROWS = 2
@@ -243,7 +247,7 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
         if burst:
             note = "; ".join(filter(None, [note, f"a burst of {burst.group(1)} requests: all prompts prefilled, then "
                                                  "decoded together (the ramp); the tail of uneven answers not modelled"]))
-        return Case("max_throughput", batch=0, prompt=prompt or 1, output=output or 1,
+        return Case("burst" if burst else "max_throughput", batch=0, prompt=prompt or 1, output=output or 1,
                     measured=_total(value, row, n_gpus), unit="tokens/s", note=note, system="mlperf" in metric_text,
                     max_tpot_ms=tpot, max_ttft_ms=ttft, burst=int(burst.group(1)) if burst else 0, **common)
     if batch == 1:
@@ -289,7 +293,7 @@ def estimate(case: Case, eng: engines.Engine) -> float:
         step = capacity.decode_step(m, g, p, case.batch, case.prompt + case.output / 2, n, case.kv, eng).total
         prefill = capacity.prefill_seconds(m, g, p, case.prompt, case.batch, n, eng)
         return case.batch * case.output / (prefill + case.output * step)
-    if case.metric == "max_throughput":
+    if case.metric in ("max_throughput", "burst"):
         return max_throughput(case, eng)
     if case.metric == "prefill" and case.unit == "ms":
         return capacity.time_to_first_token_s(m, g, p, case.prompt, 1, n, eng, running_at(case, eng)) * 1000
@@ -388,9 +392,9 @@ class Fitted:
         if self.field == "layer_overhead_us":
             return case.metric == "decode_b1"
         if self.field == "sequence_overhead_us":             # per running sequence: rows of many sequences
-            return case.metric in ("fixed_batch", "max_throughput")
+            return case.metric in ("fixed_batch", "max_throughput", "burst")
         if self.field.startswith("matmul_fraction_"):      # batches of hundreds: the products bound the step
-            return case.metric in ("fixed_batch", "max_throughput")
+            return case.metric in ("fixed_batch", "max_throughput", "burst")
         return False
 
 
