@@ -102,7 +102,7 @@ def on_cluster(model: Model, gpu: Gpu, tokens: float, n_gpus: int, precision: Pr
     compute = training_gpu_hours(model.active, tokens, gpu, found.mfu, precision, method_flops(method))
     if method != "full":
         sharding = lora_sharding(model, gpu, method)
-        eff = scale_out_efficiency(model, gpu, n_gpus, precision, mfu, method=method)
+        eff = scale_out_efficiency(model, gpu, n_gpus, precision, mfu, method=method, sharding=sharding)
         return ClusterRun(n_gpus, found, compute, eff, None, method, sharding)
     plan = layout(model, gpu, n_gpus) if n_gpus > 1 else None
     return ClusterRun(n_gpus, found, compute, scale_out_efficiency(model, gpu, n_gpus, precision, mfu, plan=plan), plan)
@@ -188,14 +188,13 @@ def gradient_sync(model: Model, gpu: Gpu, plan: Layout, compute_s: float) -> Syn
 
 
 def scale_out_efficiency(model: Model, gpu: Gpu, n_gpus: int, precision: Precision | str = "bf16",
-                         mfu: float | None = None, gpus_per_system: int | None = None,
-                         batch_tokens: float | None = None, plan: Layout | None = None, method: str = "full",
-                         sharding: str | None = None, micro_tokens: float | None = None) -> float:
+                         mfu: float | None = None, batch_tokens: float | None = None, plan: Layout | None = None,
+                         method: str = "full", sharding: str | None = None, micro_tokens: float | None = None) -> float:
     """Share of a training step the GPUs spend computing on n GPUs: compute / (compute + exposed gradient
     synchronisation), gradient_sync on the layout (`layout`, or the one given) at the global batch
     (global_batch_tokens, or the one given). The compute runs at the steady-state MFU of the
     training-efficiency step-time model unless `mfu` is given; the pipeline bubble and tensor-parallel traffic are
-    not added (they are in the measured steady-state MFU). `gpus_per_system` is the catalog's, kept for callers.
+    not added (they are in the measured steady-state MFU).
     LoRA / QLoRA (`method`): adapter_sync per micro-batch of `micro_tokens` a GPU (SEQ_LEN, micro-batch 1, as
     the picker sizes the memory), sharded as `sharding` (else lora_sharding's)."""
     if n_gpus <= 1:

@@ -232,8 +232,7 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
     option = Option(gpu.name, 0, False, None, None, None, "$", rate[1] if rate else "no price", gpu_row=gpu)
     usable = training_memory.usable_gib(gpu)
     if workload in ("lora", "qlora"):
-        bits = 16 if workload == "lora" else training_memory.NF4_BITS
-        n_mem, mem = training_memory.lora_min_gpus(model, gpu, bits)
+        n_mem, mem = training_memory.lora_min_gpus(model, gpu, training.base_bits(training_method(workload)))
     else:
         n_mem, mem = training_memory.min_gpus(model, gpu, precision)
     option.fits = n_mem is not None
@@ -271,11 +270,6 @@ def training_method(workload: str) -> str:
     return workload if workload in ("lora", "qlora") else "full"
 
 
-def flops_per_param(workload: str) -> int:
-    """Training FLOPs a parameter a token (training.method_flops): 6, 4 for LoRA/QLoRA."""
-    return training.method_flops(training_method(workload))
-
-
 def training_scope(workload: str) -> str:
     """What the compute MFU of an option includes (training.cluster_mfu): pre-training is a whole run
     (steady-state x goodput), a fine-tuning job (short, on a server or a few) the steady state."""
@@ -293,15 +287,15 @@ def training_count(model, gpu, precision, ideal_gpu_hours: float, n_mem: int, de
     all-reduce is paid (training.scale_out_efficiency at that count), and that efficiency. The
     efficiency falls as GPUs are added, so the count is found by iterating; past the point where
     adding GPUs no longer pays for their all-reduce the deadline is missed (MAX_GPUS exceeded)."""
-    system = int(gpu.need("system_gpus", "training across GPUs"))
+    gpu.need("system_gpus", "training across GPUs")      # a server's size lays the job out: the error, first
     count = whole(max(n_mem, math.ceil(ideal_gpu_hours / (deadline_days * 24) - 1e-9)), unit)
-    eff = training.scale_out_efficiency(model, gpu, count, precision, gpus_per_system=system, method=method)
+    eff = training.scale_out_efficiency(model, gpu, count, precision, method=method)
     for _ in range(100):
         need = whole(max(n_mem, math.ceil(ideal_gpu_hours / eff / (deadline_days * 24) - 1e-9)), unit)
         if need <= count or count > MAX_GPUS:
             break
         count = max(need, count + unit)
-        eff = training.scale_out_efficiency(model, gpu, count, precision, gpus_per_system=system, method=method)
+        eff = training.scale_out_efficiency(model, gpu, count, precision, method=method)
     if ideal_gpu_hours / eff / count / 24 > deadline_days * (1 + 1e-9):
         count = max(count, MAX_GPUS + 1)
     return count, eff

@@ -280,10 +280,10 @@ def _training_rows(sc: Scenario, opt, basis: str, rate, deadline: float, price_s
         return _same_for_counts(sc, base)
     unit = int(given(opt.purchase_unit, "the GPUs per system"))
     min_count = given(opt.mem_count, "the GPUs to hold it")
-    system = int(opt.gpu_row.need("system_gpus", "training across GPUs"))
+    opt.gpu_row.need("system_gpus", "training across GPUs")      # a server's size lays the job out: the error, first
     out = []
     for c in _counts(sc, opt.count, unit):
-        eff = training.scale_out_efficiency(sc.model, opt.gpu_row, c, sc.precision, gpus_per_system=system,
+        eff = training.scale_out_efficiency(sc.model, opt.gpu_row, c, sc.precision,
                                             method=picker.training_method(sc.kind))
         gpu_hours = opt.ideal_gpu_hours / eff
         days = gpu_hours / c / 24
