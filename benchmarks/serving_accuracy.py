@@ -347,9 +347,11 @@ def burst_throughput(case: Case, eng: engines.Engine) -> float:
     is the ramp (every prompt prefilled inside the run); the tail, when uneven answers leave the last few
     decoding at a small batch, needs each request's length and is not modelled (the estimate is high by it)."""
     m, g, p, n = case.model, case.gpu, case.precision, case.n_gpus
-    largest = capacity.serving_point(m, g, p, case.prompt, case.output, n, None, eng, case.kv).batch
+    top = capacity.serving_point(m, g, p, case.prompt, case.output, n, None, eng, case.kv)
+    if case.burst >= top.batch:         # the burst fills the largest batch: the steady point itself
+        return top.tokens_per_sec
     return capacity.serving_point(m, g, p, case.prompt, case.output, n, None, eng, case.kv,
-                                  batch=min(case.burst, largest)).tokens_per_sec
+                                  batch=case.burst).tokens_per_sec
 
 
 def fits(case: Case, eng: engines.Engine) -> bool:

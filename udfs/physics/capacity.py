@@ -233,11 +233,6 @@ def attention_flops(model: Model, prompt_tokens: float, batch: float = 1) -> flo
     return 2 * model.dim("heads") * model.head_size * prompt_tokens * kv_layer_tokens(model, prompt_tokens) * batch
 
 
-def prefill_flops(model: Model, prompt_tokens: float, batch: float = 1) -> float:
-    """2 x matrix parameters per token, plus causal attention."""
-    return 2 * _matmul_params(model) * prompt_tokens * batch + attention_flops(model, prompt_tokens, batch)
-
-
 def _attention_rate(gpu: Gpu) -> float:
     """FLOP/s of prefill attention: flash-attention kernels on the 16-bit units (whatever the weights'
     format) at their achieved share (calibration.ATTENTION_FRACTION)."""
@@ -282,9 +277,7 @@ def _prefill_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: floa
     compute = prefill_compute_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng) * stages
     if dp and batch < split:        # data-parallel attention: fewer prompts than GPUs leave GPUs idle (upper bound)
         compute *= split / max(1.0, batch)
-    per_gpu = _weights_gib(model, precision, n_gpus, eng) * GIB if dp \
-        else serving.weight_bytes(model, precision) / split      # a layer pipeline reads them all, one GPU at a time
-    reads = chunks * per_gpu * stages / _bandwidth(gpu, precision, eng)
+    reads = chunks * _read_bytes(model, precision, n_gpus, eng, split, dp) * stages / _bandwidth(gpu, precision, eng)
     # added, not max(): a chunk of a few hundred tokens puts the products near the ridge point (intensity =
     # tokens FLOPs a weight byte), where a kernel reaches neither roof; long chunks are compute-bound anyway
     return compute + reads + chunks * _overhead_s(model, gpu, eng, n_gpus, own / chunks)
@@ -295,9 +288,14 @@ def _shared_s(model: Model, gpu: Gpu, precision: Precision, n_gpus: int, eng: En
     the iteration's fixed costs (the prefill already counts both)."""
     split = _split(eng, n_gpus)
     stages = layout(gpu, eng, n_gpus)[1]
-    per_gpu = _weights_gib(model, precision, n_gpus, eng) * GIB if _dp_attention(model, eng, split) \
-        else serving.weight_bytes(model, precision) / split
+    per_gpu = _read_bytes(model, precision, n_gpus, eng, split, _dp_attention(model, eng, split))
     return per_gpu * stages / _bandwidth(gpu, precision, eng) + _overhead_s(model, gpu, eng, n_gpus, tokens)
+
+
+def _read_bytes(model: Model, precision: Precision, n_gpus: int, eng: Engine, split: int, dp: bool) -> float:
+    """Weight bytes one GPU reads in a pass over the model: its own share under data-parallel attention, else
+    the weights split over the group (a layer pipeline reads them all, one GPU at a time)."""
+    return _weights_gib(model, precision, n_gpus, eng) * GIB if dp else serving.weight_bytes(model, precision) / split
 
 
 def _first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, batch: float, n_gpus: int,
@@ -467,18 +465,19 @@ def _largest(limit: int, ok) -> int:
     return lo
 
 
-def _graph_cap(args: tuple, batch: int, limited: str) -> tuple[int, str]:
+def _graph_cap(args: tuple, batch: int, limited: str, tpot_s) -> tuple[int, str]:
     """The batch the copy runs at: the one found, or the engine's CUDA-graph cap below it when that delivers
     more. Past the cap a decode step pays the eager launches (Engine.layer_us), so throughput dips before it
     rises again with the batch; an operator keeps the better of the two (SGLang's --max-running-requests, vLLM's
     --max-num-seqs). Throughput rises with the batch on each side of the cap, so these two are the only
-    candidates, and a smaller batch meets every latency target the larger one meets."""
-    model, gpu, precision, prompt, output, n_gpus, kv, eng = args
+    candidates, and a smaller batch meets every latency target the larger one meets. `tpot_s(batch)` is the
+    caller's _tpot_s at these args (kept, so the batch kept is not computed again)."""
+    gpu, n_gpus, eng = args[1], args[5], args[7]
     if eng.graph_max_batch is None:
         return batch, limited
 
     def throughput(b: int) -> float:
-        return b / _tpot_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, b)
+        return b / tpot_s(b)
 
     cap = eng.graph_max_batch * layout(gpu, eng, n_gpus)[1]     # per pipeline stage's micro-batch
     if cap >= batch or throughput(cap) <= throughput(batch):
@@ -526,9 +525,16 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
                           f"on {n_gpus} x {gpu.name} with {eng.name}", what, best)
         if latency(*args, batch) * 1000 > target:
             batch, limited = _largest(batch, lambda b, f=latency, t=target: f(*args, b) * 1000 <= t), f"{what} target"
+    tpot_at: dict[int, float] = {}
+
+    def tpot_s(b: int) -> float:
+        if b not in tpot_at:
+            tpot_at[b] = _tpot_s(*args, b)
+        return tpot_at[b]
+
     if limited != "batch given":
-        batch, limited = _graph_cap(args, batch, limited)
-    tpot = _tpot_s(*args, batch)
+        batch, limited = _graph_cap(args, batch, limited, tpot_s)
+    tpot = tpot_s(batch)
     prefill = batch * prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng) / output_tokens
     return ServingPoint(batch, batch / tpot, tpot * 1000, _ttft_s(*args, batch) * 1000, limited, eng.name,
                         prefill / tpot)
