@@ -387,10 +387,8 @@ class Fitted:
     def selects(self, case: Case) -> bool:
         if case.engine.name != self.engine:
             return False
-        if self.field.startswith("bandwidth_fraction_"):
-            memory = case.gpu.memory_type.upper()
-            kind = "hbm" if "HBM" in memory else "unified" if "UNIFIED" in memory else "gddr"
-            return case.metric == "decode_b1" and self.field.endswith(kind)
+        if self.field.startswith("bandwidth_fraction_"):     # the share the row's estimate reads
+            return case.metric == "decode_b1" and case.engine.bandwidth_field(case.gpu) == self.field
         if self.field == "layer_overhead_us":
             return case.metric == "decode_b1"
         if self.field == "sequence_overhead_us":             # per running sequence: rows of many sequences

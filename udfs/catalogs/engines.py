@@ -95,14 +95,18 @@ class Engine:
         return self.moe_parallel == "expert_dp"
 
     def bandwidth_fraction(self, gpu: Gpu) -> float:
-        """Achieved share of the GPU's memory bandwidth by memory kind: HBM, unified memory (a system on a
-        chip: Apple silicon; the GDDR share where the profile has none), or GDDR."""
+        """Achieved share of the GPU's memory bandwidth by memory kind (bandwidth_field)."""
+        return getattr(self, self.bandwidth_field(gpu))
+
+    def bandwidth_field(self, gpu: Gpu) -> str:
+        """The profile field of the GPU's memory kind: HBM, unified memory (a system on a chip: Apple silicon;
+        the GDDR share where the profile has none), or GDDR."""
         kind = (gpu.memory_type or "").upper()
         if "HBM" in kind:
-            return self.bandwidth_fraction_hbm
+            return "bandwidth_fraction_hbm"
         if "UNIFIED" in kind and self.bandwidth_fraction_unified is not None:
-            return self.bandwidth_fraction_unified
-        return self.bandwidth_fraction_gddr
+            return "bandwidth_fraction_unified"
+        return "bandwidth_fraction_gddr"
 
     def matmul_fraction(self, bits: int) -> float:
         """Achieved share of the dense tensor peak of the format the products run in, for
