@@ -7,7 +7,10 @@ import pytest
 
 from udfs.catalogs import catalog
 from udfs.errors import FlopsheetError
+from udfs.api import registry
 from udfs.physics import calibration as cal, collectives, training, training_memory
+from udfs.planning import picker
+from udfs.planning.reasons import Status
 
 
 def test_lora_sync_moves_a_small_share_of_a_full_fine_tunes_gradients():
@@ -67,3 +70,24 @@ def test_lora_flops_count_the_recomputed_forward():
     assert training.method_flops("qlora") == training.method_flops("full") == 6
     with pytest.raises(FlopsheetError):
         training.method_flops("dora")
+
+
+@pytest.mark.parametrize("model,gpu,missed", [("Llama 2 7B", "H100 PCIe 80GB", False), ("Llama 2 7B", "A40", False),
+                                              ("Mistral 7B", "A40", True)])
+def test_a_count_near_the_all_reduce_floor_is_the_fewest_that_finish(model, gpu, missed):
+    """A 1e12-token LoRA job due in a day on PCIe GPUs: each GPU added buys less as the adapter all-reduce sets a
+    floor under the days, and the picker's count creeps up to it. Its count is still the fewest whole units that
+    finish in time (TRAINING_DAYS there within the deadline, one unit fewer not); the deadline is missed only where
+    MAX_GPUS do not finish it, and then the days shown are those at the count shown."""
+    opt = next(o for o in picker.rank("lora", model, "bf16", deadline_days=1, tokens_or_traffic=1e12, tiers="any",
+                                      include_unverified=True) if o.gpu == catalog.gpu(gpu).name)
+
+    def days(n: int) -> float:
+        return registry.call("TRAINING_DAYS", model, 1e12, gpu, n, "", "bf16", "steady", True, "lora")
+
+    assert opt.days == pytest.approx(days(opt.count), rel=1e-9)
+    assert (opt.status is Status.MISSES_DEADLINE) is missed
+    if missed:
+        assert opt.count > picker.MAX_GPUS and days(picker.MAX_GPUS) > 1
+    else:
+        assert opt.count <= picker.MAX_GPUS and opt.days <= 1 < days(opt.count - opt.purchase_unit)

@@ -246,10 +246,9 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
     scope, method = training_scope(workload), training_method(workload)
     ideal = training.on_cluster(model, gpu, tokens, 1, precision, scope, method=method).compute_gpu_hours
     unit = sold_unit(gpu, basis)
-    count, _ = training_count(model, gpu, precision, ideal, n_mem, deadline, unit, method)
-    run = training.on_cluster(model, gpu, tokens, count, precision, scope, method=method)
+    count, eff = training_count(model, gpu, precision, ideal, n_mem, deadline, unit, method)
     option.count, option.purchase_unit, option.mem_count = count, unit, n_mem
-    option.ideal_gpu_hours, option.gpu_hours = run.compute_gpu_hours, run.gpu_hours
+    option.ideal_gpu_hours, option.gpu_hours = ideal, ideal / eff          # on_cluster's hours at that count
     option.days = option.gpu_hours / count / 24
     if count > MAX_GPUS:
         return _fail(option, Status.MISSES_DEADLINE, count=count)
@@ -284,21 +283,38 @@ def training_mfu(gpu, model, precision, workload: str) -> training_efficiency.Ef
 def training_count(model, gpu, precision, ideal_gpu_hours: float, n_mem: int, deadline_days: float,
                    unit: int, method: str = "full") -> tuple[int, float]:
     """Fewest GPUs, in whole units, that hold the model and finish within the deadline once the
-    all-reduce is paid (training.scale_out_efficiency at that count), and that efficiency. The
-    efficiency falls as GPUs are added, so the count is found by iterating; past the point where
-    adding GPUs no longer pays for their all-reduce the deadline is missed (MAX_GPUS exceeded)."""
+    all-reduce is paid (training.scale_out_efficiency at that count), and the efficiency at the count returned.
+    The efficiency falls as GPUs are added, so the count is found by iterating from below (each step still
+    short of the fewest); where that creeps (each GPU added buys less and less: the days near a floor set by the
+    all-reduce), the boundary is bisected up to MAX_GPUS. No count up to MAX_GPUS finishes in time: more than
+    MAX_GPUS (the deadline is missed)."""
     gpu.need("system_gpus", "training across GPUs")      # a server's size lays the job out: the error, first
-    count = whole(max(n_mem, math.ceil(ideal_gpu_hours / (deadline_days * 24) - 1e-9)), unit)
-    eff = training.scale_out_efficiency(model, gpu, count, precision, method=method)
-    for _ in range(100):
-        need = whole(max(n_mem, math.ceil(ideal_gpu_hours / eff / (deadline_days * 24) - 1e-9)), unit)
-        if need <= count or count > MAX_GPUS:
-            break
-        count = max(need, count + unit)
-        eff = training.scale_out_efficiency(model, gpu, count, precision, method=method)
-    if ideal_gpu_hours / eff / count / 24 > deadline_days * (1 + 1e-9):
-        count = max(count, MAX_GPUS + 1)
-    return count, eff
+
+    def efficiency(count: int) -> float:
+        return training.scale_out_efficiency(model, gpu, count, precision, method=method)
+
+    def need(eff: float) -> int:
+        return whole(max(n_mem, math.ceil(ideal_gpu_hours / eff / (deadline_days * 24) - 1e-9)), unit)
+
+    count = need(1.0)
+    for _ in range(101):
+        eff = efficiency(count)
+        if need(eff) <= count or count > MAX_GPUS:
+            return count, eff
+        short, count = count, max(need(eff), count + unit)
+    return _bisect_count(short, MAX_GPUS // unit * unit, unit,
+                         lambda c: ideal_gpu_hours / efficiency(c) / c / 24 <= deadline_days * (1 + 1e-9), efficiency)
+
+
+def _bisect_count(short: int, top: int, unit: int, meets, efficiency) -> tuple[int, float]:
+    """The fewest whole units above `short` (which misses the deadline) and up to `top` that meet it, with
+    its efficiency; none: MAX_GPUS + 1."""
+    if not meets(top):
+        return MAX_GPUS + 1, efficiency(MAX_GPUS + 1)
+    while top - short > unit:
+        mid = short + (top - short) // unit // 2 * unit
+        short, top = (short, mid) if meets(mid) else (mid, top)
+    return top, efficiency(top)
 
 
 def _needs_sharding(model, gpu, precision) -> bool:
