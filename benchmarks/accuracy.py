@@ -639,26 +639,72 @@ def compare_adapters(rows: list[AdapterRow]) -> list[Comparison]:
     return out
 
 
-def compare_full_states(ref: str, what: str, model, row: dict[str, str]) -> list[Comparison]:
-    """A full fine-tune's model states after the optimizer step against TRAINING_MEMORY_GB's weights, gradients
-    and optimizer parts (the row's state format and master copy); and its whole run, which ran, against
-    the GPU (fits)."""
+# A full-training row's configuration (memory_measured.csv column `train_config`: "key=value; ..."), read into
+# TRAINING_MEMORY_GB's arguments. Keys left out take these values; the legacy columns optimizer_states and
+# master_weights still set the state format and the master copy.
+TRAIN_CONFIG_KEYS = {"optimizer": "adamw", "states": "fp32", "master": "true", "in_backward": "false",
+                     "recompute": "none", "flash": "true", "zero": "0", "tp": "1", "pp": "1", "offload": "none",
+                     "loss": "upcast"}
+
+
+def train_config(row: dict[str, str]) -> dict[str, str]:
+    """The row's configuration: TRAIN_CONFIG_KEYS overridden by its columns and its `train_config` pairs."""
+    config = dict(TRAIN_CONFIG_KEYS)
+    config["states"] = (row.get("optimizer_states") or "").strip() or config["states"]
+    config["master"] = (row.get("master_weights") or "").strip().lower() or config["master"]
+    for pair in filter(None, (p.strip() for p in (row.get("train_config") or "").split(";"))):
+        key, _, value = pair.partition("=")
+        if key.strip() not in TRAIN_CONFIG_KEYS:
+            raise ValueError(f"train_config key {key.strip()!r} is not one of {', '.join(TRAIN_CONFIG_KEYS)}")
+        config[key.strip()] = value.strip().lower()
+    return config
+
+
+def full_training_parts(model, row: dict[str, str]) -> tuple[dict[str, float], str]:
+    """TRAINING_MEMORY_GB's parts per GPU for the full-training run the row describes, and how it was asked."""
+    c = train_config(row)
     precision = find_precision(row["precision"]) or "bf16"
-    seq, batch, n = number(row["seq_len"]), number(row["micro_batch"]), int(number(row["num_gpus"]))
-    master = row["master_weights"].strip().upper() != "FALSE"
-    parts = training_memory.training_memory_gib(model, precision, "adamw", batch, seq, 0, n, "none", True,
-                                                row["optimizer_states"] or "fp32", master, loss="upcast")
-    states = parts["weights"] + parts["gradients"] + parts["optimizer"]
-    how = (f"TRAINING_MEMORY_GB {precision} weights, AdamW with {row['optimizer_states'] or 'fp32'} states, "
-           f"{'an' if master else 'no'} FP32 master copy: weights + gradients + optimizer; measured: states")
-    out = [Comparison("full_memory", what, float(row["peak_gpu_mem_gb"]), states, "GiB", how,
-                      config=_memory_config(model, row, n))]
+    seq, batch = number(row["seq_len"]) or QLORA_FIT_TOKENS, number(row["micro_batch"]) or 1
+    n = int(number(row["num_gpus"]) or 1)
+    master, in_bwd, flash = (c[k] == "true" for k in ("master", "in_backward", "flash"))
+    parts = training_memory.training_memory_gib(
+        model, precision, c["optimizer"], batch, seq, int(c["zero"]), n, c["recompute"], flash, c["states"],
+        master, in_bwd, int(c["tp"]), int(c["pp"]), c["offload"], c["loss"])
+    layout = f"ZeRO-{c['zero']} over {n} GPUs, tp {c['tp']} pp {c['pp']}" if n > 1 else "1 GPU"
+    how = (f"TRAINING_MEMORY_GB {precision} weights, {c['optimizer']} with {c['states']} states, "
+           f"{'an' if master else 'no'} FP32 master copy{', optimizer in backward' if in_bwd else ''}, "
+           f"{batch:g} x {seq:,.0f} tokens, recompute {c['recompute']}, {c['loss']} loss, {layout}")
+    return parts, how
+
+
+def compare_full_training(ref: str, what: str, model, row: dict[str, str]) -> list[Comparison]:
+    """A full-training row against TRAINING_MEMORY_GB for its configuration, as the kind it measured: the model
+    states after the optimizer step (weights, gradients, optimizer), PyTorch's peak allocated, its peak
+    reserved or nvidia-smi (allocated x (1 + ALLOCATOR_RESERVE), + the CUDA context); and the run, which ran,
+    against its GPU (fits)."""
+    parts, how = full_training_parts(model, row)
+    kind = row["measured"].strip()
+    if kind not in MEASURED_KINDS:
+        raise ValueError(f"{ref}: measured must be one of {MEASURED_KINDS}, not {kind!r}")
+    estimate = {"states": parts["weights"] + parts["gradients"] + parts["optimizer"],
+                "allocated": parts["allocated"], "reserved": parts["reserved"], "nvidia-smi": parts["device"]}[kind]
+    n = int(number(row["num_gpus"]) or 1)
+    out = [Comparison("full_memory", what, float(row["peak_gpu_mem_gb"]), estimate, "GiB",
+                      f"{how}; measured: {kind}", config=_memory_config(model, row, n))]
     gpu = find_gpu(row["gpu"])
     if gpu:
         out.append(Comparison("fit", what + " | fits", True, parts["total"] <= gpu.memory_gb, "fits",
-                              f"the whole step ({batch:g} x {seq:,.0f} tokens, no recompute, transformers' loss) "
-                              f"needs {parts['total']:.1f} GiB of {gpu.memory_gb:g}"))
+                              f"{how}: the whole step needs {parts['total']:.1f} GiB of {gpu.memory_gb:g}"))
     return out
+
+
+def compare_full_fit(what: str, model, row: dict[str, str]) -> Comparison:
+    """A full-training run stated to fit (it ran) against its GPU: TRAINING_MEMORY_GB's total (allocated + the
+    CUDA context) for its configuration."""
+    parts, how = full_training_parts(model, row)
+    gpu = find_gpu(row["gpu"])
+    return Comparison("fit", what, True, parts["total"] <= gpu.memory_gb, "fits",
+                      f"{how} gives {parts['total']:.1f} GiB of {gpu.memory_gb:g}")
 
 
 def adapter_rows(rows) -> list[AdapterRow]:
@@ -731,8 +777,10 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
                                       "HF baseline; Unsloth's own figure (offloaded checkpointing) not modelled"))
         elif model and row.get("lora_rank", "").strip() and "offload" not in method:
             continue                      # scored by compare_adapters
-        elif model and row.get("measured", "").strip() == "states" and method.startswith("full fine-tuning"):
-            out += compare_full_states(ref, what, model, row)
+        elif model and method.startswith("full") and peak.lower() == "fits" and (row.get("train_config") or "").strip():
+            out.append(compare_full_fit(what, model, row))
+        elif model and (row.get("measured") or "").strip() and method.startswith("full"):
+            out += compare_full_training(ref, what, model, row)
         elif model and method.startswith("full fine-tuning (fsdp") and peak.lower() == "fits":
             gpu, n = find_gpu(row["gpu"]), int(number(row["num_gpus"]))
             precision = find_precision(row["precision"]) or "bf16"

@@ -133,8 +133,8 @@ def test_states_rows_are_scored_against_the_state_parts_by_hand(report):
     from udfs.catalogs import catalog
     from udfs.physics import training_memory
     from udfs.units import GIB
-    full = report.of("full_memory")
-    assert full and all("measured: states" in c.note for c in full)
+    full = [c for c in report.of("full_memory") if c.note.endswith("measured: states")]
+    assert full
     m = catalog.model("Llama 3.2 3B")
     assert any(c.estimate == pytest.approx(m.total_params * 8 / GIB) for c in full if "Llama 3.2 3B" in c.row)
     lora = [c for c in report.of("lora_memory") if c.note.endswith("measured: states")]
@@ -142,3 +142,23 @@ def test_states_rows_are_scored_against_the_state_parts_by_hand(report):
     expected = {m.total_params * 2 + training_memory.lora_params(m, r, t) * 16
                 for r, t in ((32, "q,v"), (64, "q,v"), (10, "gate,up,down"))}
     assert sorted(round(c.estimate * GIB) for c in lora) == sorted(round(e) for e in expected)
+
+
+def test_full_training_rows_are_scored_with_their_own_configuration(report):
+    """Each full-training row is estimated for the run it describes (train_config): torchtune's PagedAdamW run with
+    the optimizer in backward holds its BF16 weights, one gradient and the activations (the paged states are off
+    the allocator's books), so it is within 1.5 GiB of the weights; the fused-AdamW run holds BF16 weights, gradients
+    and both moments, at least 8 B a parameter; 4-bit states come in under 8-bit ones. A key the tool does not
+    know is refused, not ignored."""
+    from udfs.catalogs import catalog
+    from udfs.units import GIB
+    n = catalog.model("Llama 2 7B").total_params
+    full = {c.row.split(" | ")[1]: c for c in report.of("full_memory") if "Llama 2 7B" in c.row}
+    paged = full["full fine-tuning (torchtune, pure BF16, bitsandbytes PagedAdamW, optimizer in backward)"]
+    assert n * 2 / GIB < paged.estimate < n * 2 / GIB + 1.5
+    fused = full["full fine-tuning (torchtune, pure BF16, PyTorch fused AdamW)"]
+    assert fused.estimate >= n * 8 / GIB
+    assert full["full fine-tuning (torchtune, pure BF16, torchao AdamW4bit)"].estimate < \
+        full["full fine-tuning (torchtune, pure BF16, torchao AdamW8bit)"].estimate
+    with pytest.raises(ValueError, match="train_config key"):
+        accuracy.train_config({"train_config": "optimiser=adamw"})

@@ -22,6 +22,7 @@ M8 = catalog.model("Llama 3.1 8B")
     ("bf16", "adamw", "bf16", False, 2 + 2 + 2 + 2),           # pure BF16: 8
     ("bf16", "adamw", "8bit", False, 2 + 2 + 2 * (1 + 4 / 2048)),
     ("bf16", "adamw", "8bit", True, 2 + 4 + 4 + 2 * (1 + 4 / 2048)),
+    ("bf16", "adamw", "4bit", False, 2 + 2 + 2 * (0.5 + 4 / 128)),   # torchao AdamW4bit: blocks of 128
     ("bf16", "sgd", "fp32", True, 2 + 4 + 4 + 4),
     ("bf16", "adafactor", "fp32", True, 2 + 4 + 4),
     ("bf16", "none", "fp32", True, 2 + 4),

@@ -32,8 +32,11 @@ OPTIMIZER_STATES = {"adamw": 2, "adam": 2, "sgd": 1, "adafactor": 0, "none": 0}
 # huggingface.co/docs/bitsandbytes/optimizers). Paged formats hold the same bytes in CUDA unified
 # memory, which bitsandbytes evicts to CPU RAM when the GPU is full (bitsandbytes docs, "paged
 # optimizers ... transfer memory from the GPU to the CPU when GPU memory is exhausted"), so they are
-# counted off the GPU, in the `cpu` part, and never make a job fail to fit.
-STATE_FORMATS = {"fp32": 4.0, "bf16": 2.0, "8bit": 1 + 4 / 2048, "paged_fp32": 4.0, "paged_8bit": 1 + 4 / 2048}
+# counted off the GPU, in the `cpu` part, and never make a job fail to fit. 4-bit states (Li et al. 2023,
+# "Memory Efficient Optimizers with 4-bit States", arXiv:2309.01507; torchao's AdamW4bit): half a byte a value
+# plus one FP32 scale per block of 128 (torchao/optim/README.md: "block size is ... 128 for 4-bit optimizers").
+STATE_FORMATS = {"fp32": 4.0, "bf16": 2.0, "8bit": 1 + 4 / 2048, "4bit": 0.5 + 4 / 128, "paged_fp32": 4.0,
+                 "paged_8bit": 1 + 4 / 2048}
 # Where model states and activations may live off the GPU: ZeRO-Offload moves gradients, optimizer
 # states and the FP32 master copy to CPU memory and keeps the 16-bit weights on the GPU (Ren et al.
 # 2021, arXiv:2101.06840); "all" (ZeRO-3 offload_param, FSDP CPUOffload) moves the weights too, the GPU

@@ -196,7 +196,7 @@ PARALLEL_HELP = "GPUs {} splits the model over (Megatron-style); n_gpus counts e
                 "by offload or paged states, not in total; allocated, reserved, device: PyTorch's peak allocated and "
                 "reserved, nvidia-smi's reading)", choices=TRAIN_PARTS, default="total"),
             Arg("optimizer_states", "choice", "Optimizer state format: fp32, bf16, 8bit (bitsandbytes), "
-                "paged_8bit / paged_fp32 (unified memory, evicted to CPU RAM)",
+                "4bit (torchao / lpmm), paged_8bit / paged_fp32 (unified memory, evicted to CPU RAM)",
                 choices=tuple(training_memory.STATE_FORMATS), default="fp32"),
             Arg("master_weights", "bool", "An FP32 master copy of 16-bit weights (FALSE: pure 16-bit training, "
                 "16-bit gradients)", default=True),
