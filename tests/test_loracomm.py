@@ -91,3 +91,21 @@ def test_a_count_near_the_all_reduce_floor_is_the_fewest_that_finish(model, gpu,
         assert opt.count > picker.MAX_GPUS and days(picker.MAX_GPUS) > 1
     else:
         assert opt.count <= picker.MAX_GPUS and opt.days <= 1 < days(opt.count - opt.purchase_unit)
+
+
+@pytest.mark.parametrize("method", ["lora", "qlora"])
+def test_the_hours_refuse_a_lora_job_below_the_count_the_picker_sizes_it_on(method):
+    """TRAINING_GPU_HOURS on n GPUs makes the fit check GPU_RANK sizes a LoRA / QLoRA job by (lora_min_gpus):
+    #NUM! saying how many it needs one GPU short of it, the hours from there."""
+    model, gpu = catalog.model("Llama 3 70B"), catalog.gpu("A100 40GB")
+    n, _ = training_memory.lora_min_gpus(model, gpu, training_memory.base_bits(method))
+    assert n is not None and n > 1
+
+    def hours(count: int) -> float:
+        return registry.call("TRAINING_GPU_HOURS", model.name, 1e9, gpu.name, "", "bf16", "point", "steady", count,
+                             method)
+
+    with pytest.raises(FlopsheetError, match=rf"for {method} .*on {n - 1} \(needs at least {n:,}\)") as refused:
+        hours(n - 1)
+    assert refused.value.code == "#NUM!"
+    assert hours(n) > 0

@@ -44,15 +44,10 @@ def method_flops(method: str, checkpointing: bool = True) -> int:
     return 6 if method == "full" else 4 + (2 if checkpointing else 0)
 
 
-def base_bits(method: str) -> float:
-    """Bits a parameter of a LoRA job's frozen base linear layers: 16 (lora) or NF4 with its constants (qlora)."""
-    return training_memory.NF4_BITS if method == "qlora" else 16
-
-
 def lora_sharding(model: Model, gpu: Gpu, method: str) -> str:
     """How a LoRA / QLoRA job spreads over its GPUs, as the picker sizes its memory (training_memory.lora_min_gpus):
     ddp (a whole replica a GPU) where one GPU holds it, else FSDP / ZeRO-3 across all of them."""
-    n, _ = training_memory.lora_min_gpus(model, gpu, base_bits(method))
+    n, _ = training_memory.lora_min_gpus(model, gpu, training_memory.base_bits(method))
     return "ddp" if n == 1 else "fsdp"
 
 
@@ -245,7 +240,7 @@ def adapter_sync(model: Model, gpu: Gpu, n_gpus: int, method: str, sharding: str
         reduce = allreduce_seconds(grads, n_gpus, peers, link)
         return Sync(compute_s, layers * reduce, layers, max(reduce, layers * reduce - compute_s * 2 / 3))
     link = _flat_link(gpu, n_gpus)
-    base = training_memory.base_weight_bytes(model, base_bits(method)) / layers
+    base = training_memory.base_weight_bytes(model, training_memory.base_bits(method)) / layers
     gather = collectives.all_gather_s(link, n_gpus, base)
     scatter = collectives.all_gather_s(link, n_gpus, grads)      # a reduce-scatter moves what an all-gather does
     forward = layers * gather

@@ -444,9 +444,18 @@ def min_gpus(model: Model, gpu: Gpu, precision: Precision | str = "bf16") -> tup
     return math.ceil(sharded / room), needed_gib(fixed + live_layer)
 
 
-def check_fit(model: Model, gpu: Gpu, precision: Precision | str = "bf16", n_gpus: int | None = None) -> None:
+def base_bits(method: str) -> float:
+    """Bits a parameter of a LoRA job's frozen base linear layers: 16 (lora) or NF4 with its constants (qlora)."""
+    return NF4_BITS if method == "qlora" else 16
+
+
+def check_fit(model: Model, gpu: Gpu, precision: Precision | str = "bf16", n_gpus: int | None = None,
+              method: str = "full") -> None:
     """The training fit check made before any training time or cost: #NUM! saying by how much when no
-    number of GPUs holds the job, or fewer than `n_gpus` are given than it needs."""
+    number of GPUs holds the job, or fewer than `n_gpus` are given than it needs; a LoRA / QLoRA job
+    (`method`) as GPU_RANK sizes it (lora_min_gpus)."""
+    if method != "full":
+        return _check_lora_fit(model, gpu, method, n_gpus)
     n, held = min_gpus(model, gpu, precision)
     how = f"(ZeRO-3, full recompute, micro-batch 1 x {defaults.SEQ_LEN:,} tokens)"
     if n is None:
@@ -460,3 +469,11 @@ def check_fit(model: Model, gpu: Gpu, precision: Precision | str = "bf16", n_gpu
                     f"GPUs ({gib_text(states)} of weights, gradients and Adam states shared over them, beside "
                     f"{gib_text(held)} on each; {usable_gib(gpu):.1f} GiB usable on each)")
 
+
+def _check_lora_fit(model: Model, gpu: Gpu, method: str, n_gpus: int | None) -> None:
+    n, held = lora_min_gpus(model, gpu, base_bits(method))
+    if n is None or (n_gpus is not None and n_gpus < n):
+        given = "however many GPUs share it" if n is None else f"on {n_gpus:g} (needs at least {n:,})"
+        raise NoFit(f"{model.name} does not fit {gpu.name} for {method} (rank {defaults.LORA_RANK}, checkpointed, "
+                    f"micro-batch 1 x {defaults.SEQ_LEN:,} tokens, FSDP) {given}: each holds {gib_text(held)}", held,
+                    usable_gib(gpu))

@@ -232,7 +232,7 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
     option = Option(gpu.name, 0, False, None, None, None, "$", rate[1] if rate else "no price", gpu_row=gpu)
     usable = training_memory.usable_gib(gpu)
     if workload in ("lora", "qlora"):
-        n_mem, mem = training_memory.lora_min_gpus(model, gpu, training.base_bits(training_method(workload)))
+        n_mem, mem = training_memory.lora_min_gpus(model, gpu, training_memory.base_bits(training_method(workload)))
     else:
         n_mem, mem = training_memory.min_gpus(model, gpu, precision)
     option.fits = n_mem is not None

@@ -45,29 +45,16 @@ def efficiency(model_or_params, gpu, precision, scope) -> training_efficiency.Ef
 
 def fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus: int | None = None,
                  on_n_gpus: bool = False, method: str = "full") -> float:
-    """GPU-hours of a job that fits (training_memory.check_fit, LoRA / QLoRA lora_fit; a count borrows a catalog
+    """GPU-hours of a job that fits (training_memory.check_fit, LoRA / QLoRA as GPU_RANK sizes them; a count borrows a catalog
     layout for it): on_n_gpus, on n_gpus by the picker's formula (training.on_cluster); else at the MFU given or
     the table's."""
     model, n_gpus = resolve.model(model_or_params), n_gpus or None        # n_gpus blank arrives as ""
-    if method == "full":
-        training_memory.check_fit(model, gpu, precision, n_gpus)
-    else:
-        lora_fit(model, gpu, method, n_gpus)
+    training_memory.check_fit(model, gpu, precision, n_gpus, method)
     if on_n_gpus and n_gpus is not None:
         return training.on_cluster(model, gpu, tokens, n_gpus, precision, scope, mfu, method).gpu_hours
     mfu = mfu if mfu is not None else efficiency(model_or_params, gpu, precision, scope).mfu
     return training.training_gpu_hours(params_of(model_or_params), tokens, gpu, mfu, precision,
                                        training.method_flops(method))
-
-
-def lora_fit(model: Model, gpu, method: str, n_gpus: int | None) -> None:
-    """#NUM! where no number of GPUs, or fewer than n_gpus, holds the LoRA / QLoRA job as GPU_RANK sizes it."""
-    n, held = training_memory.lora_min_gpus(model, gpu, training.base_bits(method))
-    if n is None or (n_gpus is not None and n_gpus < n):
-        given = "however many GPUs share it" if n is None else f"on {n_gpus:g} (needs at least {n:,})"
-        raise training_memory.NoFit(f"{model.name} does not fit {gpu.name} for {method} (rank {defaults.LORA_RANK}, "
-                                    f"checkpointed, micro-batch 1 x {defaults.SEQ_LEN:,} tokens, FSDP) {given}: each holds "
-                                    f"{training_memory.gib_text(held)}", held, training_memory.usable_gib(gpu))
 
 
 @worksheet("TRAINING_MFU", "Model FLOPs utilisation a training run reaches on a GPU. Steady state: a step-time "
