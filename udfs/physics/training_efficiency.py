@@ -156,32 +156,31 @@ def table_precision(precision: str) -> str:
 
 
 # ---------------------------------------------------------------- the step-time model (scope steady)
-def _peaks(gpu: Gpu, precision: str) -> tuple[float, float]:
-    """FLOP/s of the precision's dense tensor peak (the MFU's denominator) and of the 16-bit units (attention)."""
-    peak = gpu.tensor_peak(precision, "training time", weight_only=False).tflops * TERA
-    return peak, gpu.sixteen_bit_peak("training attention").tflops * TERA
+def _peak(gpu: Gpu, precision: str) -> float:
+    """FLOP/s of the precision's dense tensor peak: the MFU's denominator."""
+    return gpu.tensor_peak(precision, "training time", weight_only=False).tflops * TERA
 
 
-def overhead_seconds(shape: Shape, gpu: Gpu, precision: str) -> float:
+def overhead_seconds(shape: Shape, gpu: Gpu) -> float:
     """Seconds a token spends outside the matrix products on one GPU: causal attention at ATTENTION_FRACTION of
     the 16-bit peak, and the memory-bound work at the memory bandwidth."""
-    _, sixteen = _peaks(gpu, precision)
+    sixteen = gpu.sixteen_bit_peak("training attention").tflops * TERA      # attention runs in 16-bit
     attention = 6 * shape.layers * shape.seq_len * shape.attention_width / (sixteen * cal.ATTENTION_FRACTION)
     return attention + cal.NONMATRIX_BYTES * shape.layers * shape.hidden / (gpu.bandwidth_tbs * 1e12)
 
 
 def mfu_at(shape: Shape, gpu: Gpu, precision: str, share: float) -> float:
     """6·N / (peak x the time a token takes) with the matrix products at `share` of the peak."""
-    peak, _ = _peaks(gpu, precision)
+    peak = _peak(gpu, precision)
     matrix = 6 * shape.params / (peak * share)
-    return 6 * shape.params / (peak * (matrix + overhead_seconds(shape, gpu, precision)))
+    return 6 * shape.params / (peak * (matrix + overhead_seconds(shape, gpu)))
 
 
 def share_from(shape: Shape, gpu: Gpu, precision: str, mfu: float) -> float:
     """The matrix share that reproduces a measured MFU (mfu_at's inverse); a row whose MFU the overheads alone
     exceed cannot be one: #VALUE!."""
-    peak, _ = _peaks(gpu, precision)
-    matrix = 6 * shape.params / (peak * mfu) - overhead_seconds(shape, gpu, precision)
+    peak = _peak(gpu, precision)
+    matrix = 6 * shape.params / (peak * mfu) - overhead_seconds(shape, gpu)
     if matrix <= 0:
         raise value_error(f"an MFU of {mfu:g} leaves no time for the matrix products at {shape.text()}")
     return 6 * shape.params / (peak * matrix)
