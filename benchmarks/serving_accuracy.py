@@ -201,6 +201,8 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
     batch_text = row["batch_size"].strip().lower()
     value_text = row["value"].strip()
     prompt, output = _lengths(row)
+    eng, stated = _stated(eng, row["note"])
+    note = "; ".join(filter(None, [note, stated]))
     kv_match = re.search(r"KV cache (?:in )?([A-Za-z0-9_]+)", row["precision"] + " " + row["note"], re.IGNORECASE)
     kv = find_precision(kv_match.group(1)) if kv_match else None
     if kv == "fp8" and eng.kv_format(precision) != "fp8":
@@ -261,6 +263,24 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
         note = "; ".join(filter(None, [note, "a fixed number of requests in flight: continuous batching at that batch"]))
     return Case("fixed_batch", batch=batch, prompt=prompt or 1, output=output or 1,
                 measured=_total(value, row, n_gpus), unit="tokens/s", note=note, continuous=continuous, **common)
+
+
+def _stated(eng: engines.Engine, note: str) -> tuple[engines.Engine, str]:
+    """The engine as the row ran it, where its note states a setting the profile defaults otherwise: an
+    "engine batch cap N" a model copy (vLLM's max_num_seqs, TensorRT-LLM's max batch size, as the row's launch
+    configuration sets it) and "attention data-parallel" (MoE experts split over the GPUs, each GPU attending
+    to its own sequences: SGLang's --enable-dp-attention, TensorRT-LLM's enable_attention_dp). A row is scored
+    like for like, never with a setting its source does not state."""
+    said = []
+    cap = re.search(r"engine batch cap ([\d,]+)", note)
+    if cap:
+        value = int(cap.group(1).replace(",", ""))
+        eng = replace(eng, max_batch=value, large_gpu_max_batch=value)
+        said.append(f"the row's batch cap {value:,}")
+    if "attention data-parallel" in note.lower():
+        eng = replace(eng, moe_parallel="expert_dp")
+        said.append("the row's layout: experts split over the GPUs, attention data-parallel")
+    return eng, "; ".join(said)
 
 
 def _batch(text: str, metric: str) -> int | None:
