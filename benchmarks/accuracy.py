@@ -386,8 +386,7 @@ def efficiency_out_of_fold(rows: list[TrainingRow]):
     return folds.out_of_fold(rows, lambda r: r.source, efficiency_cells)
 
 
-def compare_training(rows) -> tuple[list[Comparison], list[Skip]]:
-    found, skipped = training_rows(rows)
+def compare_training(found: list[TrainingRow]) -> list[Comparison]:
     out = []
     held_out = efficiency_out_of_fold(found)
     for r in found:
@@ -410,7 +409,7 @@ def compare_training(rows) -> tuple[list[Comparison], list[Skip]]:
                                   without_row, config))
             if r.n_gpus > 1 and r.count_stated:
                 out.append(scaling_comparison(r, steady.mfu, without_row, config))
-    return out, skipped
+    return out
 
 
 LAYOUT = re.compile(r"\bTP(\d+)(?: CP(\d+))? PP(\d+) DP(\d+)")
@@ -458,14 +457,14 @@ def cluster_hours_comparison(r: TrainingRow, key, without, config: Config) -> Co
     (training.on_cluster: the steady-state cell x TRAINING_GOODPUT, over the scale-out at that count on the
     layout and batch rules); out of sample, the steady cell chosen without the row's source."""
     model = row_model(r)
-    est = []
+    est, scales = [], []
     for cells in (None, without):
         steady = teff.lookup(*key, "steady", cells).mfu
-        scale = training.scale_out_efficiency(model, r.gpu, r.n_gpus, r.precision, steady)
+        scales.append(training.scale_out_efficiency(model, r.gpu, r.n_gpus, r.precision, steady))
         est.append(training.training_gpu_hours(r.params, r.tokens or 0, r.gpu, steady * calibration.TRAINING_GOODPUT,
-                                               r.precision) / scale)
+                                               r.precision) / scales[-1])
     note = (f"{r.n_gpus:,} GPUs: steady-state MFU x TRAINING_GOODPUT {calibration.TRAINING_GOODPUT:g}, scale-out "
-            f"{training.scale_out_efficiency(model, r.gpu, r.n_gpus, r.precision):.3f}")
+            f"{scales[0]:.3f}")
     return Comparison("cluster_hours", r.what, r.hours or 0, est[0], "GPU-hours", note, est[1], config)
 
 
@@ -531,10 +530,9 @@ def size_class_baseline(rows: list[TrainingRow], scored: list[Comparison]) -> li
     return out
 
 
-def efficiency_text(directory: Path, path: Path = EFFICIENCY_PATH) -> str:
-    """udfs/data/training_efficiency.csv by the rule from the measured rows: dated as shipped when
+def efficiency_text(found: list[TrainingRow], path: Path = EFFICIENCY_PATH) -> str:
+    """udfs/data/training_efficiency.csv by the rule from the measured training rows: dated as shipped when
     nothing else changed, else today."""
-    found, _ = training_rows(read_rows(directory, "training_measured.csv"))
     kept = teff.parse(path.read_text(encoding="utf-8"))[0].as_of if path.exists() and path.stat().st_size else None
     if kept:
         text = teff.render(efficiency_cells(found, kept))
@@ -952,22 +950,27 @@ def compare_lora_time(rows) -> tuple[list[Comparison], list[Skip]]:
     return [c for c in found if isinstance(c, Comparison)], [c for c in found if isinstance(c, Skip)]
 
 
-def run(directory: Path) -> Report:
+def read_training(directory: Path) -> tuple[list[TrainingRow], list[Skip]]:
+    """training_measured.csv as the efficiency table and the report read it (read once a run)."""
+    return training_rows(read_rows(directory, "training_measured.csv"))
+
+
+def run(directory: Path, training_read: tuple[list[TrainingRow], list[Skip]] | None = None) -> Report:
+    """The report over every measured file (`training_read`: training_measured.csv already read, read_training)."""
+    found, skipped_training = training_read or read_training(directory)
     comparisons, skipped = compare_inference(directory)
-    for name, compare in (("training_measured.csv", compare_training),
-                          ("memory_measured.csv", compare_memory),
-                          ("lora_time_measured.csv", compare_lora_time)):
-        found, left = compare(read_rows(directory, name))
-        comparisons += found
+    comparisons += compare_training(found)
+    skipped += skipped_training
+    for name, compare in (("memory_measured.csv", compare_memory), ("lora_time_measured.csv", compare_lora_time)):
+        more, left = compare(read_rows(directory, name))
+        comparisons += more
         skipped += left
-    found, _ = training_rows(read_rows(directory, "training_measured.csv"))
-    return Report(comparisons, skipped, constant_pools(directory), size_class_baseline(found, comparisons))
+    return Report(comparisons, skipped, constant_pools(directory, found), size_class_baseline(found, comparisons))
 
 
-def constant_pools(directory: Path) -> list[tuple[str, int]]:
-    """Every constant chosen by looking at rows, with the number of rows its rule chooses from."""
+def constant_pools(directory: Path, found: list[TrainingRow]) -> list[tuple[str, int]]:
+    """Every constant chosen by looking at rows (`found`: the training rows), with the rows its rule chooses from."""
     from benchmarks import serving_accuracy as serving_acc
-    found, _ = training_rows(read_rows(directory, "training_measured.csv"))
     out = [("training-efficiency table, folds dealt by source", len({r.source for r in found}))]
     if (directory / "inference_measured.csv").exists():
         out += [(f"{fit.engine} {fit.field}", rows)
@@ -1214,10 +1217,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"No measured data: {directory} does not exist. Point --measured or FLOPSHEET_MEASURED at the "
               "directory of *_measured.csv files; nothing to compare.")
         return 0
+    training_read = read_training(directory)
     if args.write_evidence:      # the table first: the report's in-sample column reads the shipped table
-        EFFICIENCY_PATH.write_text(efficiency_text(directory), encoding="utf-8")
+        EFFICIENCY_PATH.write_text(efficiency_text(training_read[0]), encoding="utf-8")
         teff.shipped.cache_clear()
-    report = run(directory)
+    report = run(directory, training_read)
     if args.write_evidence:
         EVIDENCE_PATH.write_text(evidence_text(report), encoding="utf-8")
     if args.write_docs or args.write_evidence:

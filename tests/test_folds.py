@@ -77,7 +77,7 @@ def test_a_training_row_never_scores_itself():
                 for r, row in rows]
 
     def out_of_sample(rows_):
-        scored, _ = accuracy.compare_training(rows_)
+        scored = accuracy.compare_training(accuracy.training_rows(rows_)[0])
         return {(c.metric, c.row): c.estimate_out for c in scored}
     before, after = out_of_sample(rows), out_of_sample(poisoned)
     own = {r.what for r in found if r.source == largest}
@@ -86,9 +86,11 @@ def test_a_training_row_never_scores_itself():
 
 
 def test_the_report_states_k_and_the_seed():
-    text = accuracy.format_report(accuracy.run(DIRECTORY))
+    report = accuracy.run(DIRECTORY)
+    text = accuracy.format_report(report)
     assert f"k = {folds.K} (seed {folds.SEED}" in text
-    for name, rows in accuracy.constant_pools(DIRECTORY):
+    assert report.pools
+    for name, rows in report.pools:
         assert f"  {name}: {folds.describe(rows)}" in text
 
 
@@ -98,6 +100,6 @@ def test_every_constant_marked_fitted_is_scored_out_of_fold():
     from udfs.catalogs import engines
     marked = {(e.name, f) for e in engines.engines() for f in e.fitted}
     assert marked == {(fit.engine, field) for fit in serving_acc.FITTED for field in fit.fields}
-    found, _ = accuracy.training_rows(accuracy.read_rows(DIRECTORY, "training_measured.csv"))
+    found, _ = accuracy.read_training(DIRECTORY)
     assert ("training-efficiency table, folds dealt by source", len({r.source for r in found})) \
-        in accuracy.constant_pools(DIRECTORY)
+        in accuracy.constant_pools(DIRECTORY, found)
