@@ -55,7 +55,7 @@ METRICS = {
     "decode_b1": "Batch-1 decode tokens/s, with the row's engine",
     "fixed_batch": "Fixed-batch throughput (output tokens/s, total)",
     "max_throughput": "Max-throughput output tokens/s (SERVING_THROUGHPUT)",
-    "burst": "Burst of N requests sent at once: the run's mean output tokens/s (ramp modelled, tail not)",
+    "burst": "Burst of N requests sent at once: the run's mean output tokens/s (prefill queue, ramp and tail)",
     "prefill": "Time to first token / prefill",
     "training_hours": "Whole-run training GPU-hours (efficiency table, scope run)",
     "mfu": "Training throughput: steady-state MFU (step-time model) vs reported, 6·N basis",

@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from udfs.physics import capacity  # noqa: E402
+from udfs.physics import batch_run, capacity  # noqa: E402
 from udfs.catalogs import catalog, engines  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 
@@ -52,7 +52,7 @@ METRICS = {
     "decode_b1": "Batch-1 decode tokens/s, with the row's engine",
     "fixed_batch": "Fixed-batch throughput (output tokens/s, total)",
     "max_throughput": "Max-throughput output tokens/s (SERVING_THROUGHPUT)",
-    "burst": "Burst of N requests sent at once: the run's mean output tokens/s (ramp modelled, tail not)",
+    "burst": "Burst of N requests sent at once: the run's mean output tokens/s (prefill queue, ramp and tail)",
     "prefill": "Time to first token / prompt processing",
 }
 MIN_ROWS = 2
@@ -109,6 +109,7 @@ class Case:
     rate: float | None = None  # requests/s of a time-to-first-token row measured at a stated load
     answer: float = 0.0        # that row's answer length (its requests stay in flight while they decode)
     burst: int = 0            # requests sent at once (a "1000 prompts" benchmark run); 0: a steady state
+    answer_cap: float | None = None   # a burst's longest answer allowed (_answer_cap); None: every answer the mean
 
     def speed(self, value: float) -> float:
         """A figure where bigger is faster, so every error has the same sign convention."""
@@ -246,12 +247,14 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
     if not batch:
         tpot, ttft = _constraints(row) if ("server" in metric_text or "interactive" in metric_text) else (None, None)
         burst = re.fullmatch(r"(\d+)\s+prompts", batch_text)
+        cap, how = _answer_cap(row, prompt or 1) if burst else (None, "")
         if burst:
-            note = "; ".join(filter(None, [note, f"a burst of {burst.group(1)} requests: all prompts prefilled, then "
-                                                 "decoded together (the ramp); the tail of uneven answers not modelled"]))
+            note = "; ".join(filter(None, [note, f"a burst of {burst.group(1)} requests run to the last answer "
+                                                 f"(udfs/physics/batch_run.py): {how}"]))
         return Case("burst" if burst else "max_throughput", batch=0, prompt=prompt or 1, output=output or 1,
                     measured=_total(value, row, n_gpus), unit="tokens/s", note=note, system="mlperf" in metric_text,
-                    max_tpot_ms=tpot, max_ttft_ms=ttft, burst=int(burst.group(1)) if burst else 0, **common)
+                    max_tpot_ms=tpot, max_ttft_ms=ttft, burst=int(burst.group(1)) if burst else 0,
+                    answer_cap=cap, **common)
     if batch == 1:
         return Case("decode_b1", batch=1, prompt=prompt or 0, output=output or 1, measured=value,
                     unit="tokens/s", note=note, **common)
@@ -281,6 +284,32 @@ def _stated(eng: engines.Engine, note: str) -> tuple[engines.Engine, str]:
         eng = replace(eng, moe_parallel="expert_dp")
         said.append("the row's layout: experts split over the GPUs, attention data-parallel")
     return eng, "; ".join(said)
+
+
+# The longest answer a burst's client allows. ShareGPT under vLLM's and SGLang's benchmark clients: each
+# request asks for its reference answer's length (max_tokens), and samples with prompt + answer over 2,048
+# tokens are dropped (vLLM vllm/benchmarks/datasets.py is_valid_sequence: max_prompt_len 1024, max_total_len
+# 2048, the pruning of benchmark_serving.py's sample_sharegpt_requests; sgl-project/sglang
+# python/sglang/bench_serving.py sample_sharegpt_requests: the same rule; read 2026-11-24), so an answer is at
+# most 2,048 - prompt tokens. The random data set: `--random-output-len L` asks for L tokens (range ratio 0 by
+# default), answers may stop early at the end of sequence, never later.
+SHAREGPT_MAX_TOTAL_TOKENS = 2048
+
+
+def _answer_cap(row: dict[str, str], prompt: float) -> tuple[float | None, str]:
+    """The longest answer a burst row's client allows, and the note saying why (SHAREGPT_MAX_TOTAL_TOKENS above)."""
+    text = " ".join(row[k] for k in ("input_len", "output_len", "note"))
+    random_len = re.search(r"--random-output-len\s+(\d+)", text)
+    if random_len:
+        cap = float(random_len.group(1))
+        return cap, (f"answers at most {cap:g} tokens (--random-output-len), spread as an exponential truncated "
+                     "there with the row's mean")
+    if "sharegpt" in text.lower():
+        cap = SHAREGPT_MAX_TOTAL_TOKENS - prompt
+        return cap, (f"ShareGPT answers at most {cap:g} tokens (the client drops prompt + answer over "
+                     f"{SHAREGPT_MAX_TOTAL_TOKENS:,}), spread as an exponential truncated there with the row's mean "
+                     "(an assumed shape: no published length distribution of this sample)")
+    return None, "the answers' spread is not recorded: every answer the row's mean (no tail)"
 
 
 def _batch(text: str, metric: str) -> int | None:
@@ -361,17 +390,12 @@ def max_throughput(case: Case, eng: engines.Engine) -> float:
 
 
 def burst_throughput(case: Case, eng: engines.Engine) -> float:
-    """Output tokens/s of N requests sent at once: the engine runs B = min(N, the largest batch that fits
-    and its cap) at a time, each request paying its prompt's prefill and its answer's decode steps at that
-    batch, so the run takes N / B x output x TPOT(B): the throughput of SERVING_THROUGHPUT at batch B. This
-    is the ramp (every prompt prefilled inside the run); the tail, when uneven answers leave the last few
-    decoding at a small batch, needs each request's length and is not modelled (the estimate is high by it)."""
-    m, g, p, n = case.model, case.gpu, case.precision, case.n_gpus
-    top = capacity.serving_point(m, g, p, case.prompt, case.output, n, None, eng, case.kv)
-    if case.burst >= top.batch:         # the burst fills the largest batch: the steady point itself
-        return top.tokens_per_sec
-    return capacity.serving_point(m, g, p, case.prompt, case.output, n, None, eng, case.kv,
-                                  batch=case.burst).tokens_per_sec
+    """Output tokens/s of N requests sent at once, from the first prompt to the last answer
+    (udfs/physics/batch_run.py): admitted up to the engine's concurrency cap, prompts prefilled within its
+    token budget beside the running decodes, answers spread up to the row's cap (_answer_cap) and leaving
+    as they end, so the batch shrinks to the longest answer's last steps (the tail)."""
+    return batch_run.run(case.model, case.gpu, case.precision, case.burst, case.prompt, case.output, case.n_gpus,
+                         eng, case.kv, case.answer_cap).tokens_per_sec
 
 
 def fits(case: Case, eng: engines.Engine) -> bool:

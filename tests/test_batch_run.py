@@ -1,0 +1,98 @@
+"""A batch run of N requests sent at once (udfs/physics/batch_run.py): answer lengths, the steady state
+a long run approaches, and the tail a short one pays, checked against hand arithmetic."""
+
+import math
+import statistics
+
+import pytest
+
+from udfs.catalogs import catalog, engines
+from udfs.errors import FlopsheetError
+from udfs.physics import batch_run, capacity
+
+L8, H100 = catalog.model("Llama 3.1 8B"), catalog.gpu("H100 SXM")
+VLLM = engines.engine("vLLM")
+
+
+def test_answers_far_below_their_cap_are_exponential():
+    """A cap 1,000 x the mean leaves a plain exponential: the median answer is mean x ln 2, the longest of
+    N (the quantile at 1 - 0.5 / N) mean x ln(2N)."""
+    lengths = batch_run.answer_lengths(1000, 200, 200_000)
+    assert statistics.mean(lengths) == pytest.approx(200, rel=1e-3)
+    assert statistics.median(lengths) == pytest.approx(200 * math.log(2), rel=2e-3)
+    assert max(lengths) == pytest.approx(200 * math.log(2000), rel=1e-3)
+
+
+def test_answers_keep_their_mean_under_a_cap_and_never_pass_it():
+    for mean, cap in ((194, 1833), (94, 100), (50, 100), (105, 200)):
+        lengths = batch_run.answer_lengths(500, mean, cap)
+        assert statistics.mean(lengths) == pytest.approx(mean, rel=1e-3)
+        assert max(lengths) <= cap and min(lengths) > 0
+    near_cap = batch_run.answer_lengths(500, 94, 100)        # most answers run (nearly) to the cap
+    assert statistics.median(near_cap) > 94
+
+
+def test_without_a_cap_every_answer_is_the_mean():
+    assert batch_run.answer_lengths(7, 128) == [128.0] * 7
+    assert batch_run.answer_lengths(7, 128, 128) == [128.0] * 7
+
+
+def test_answer_lengths_are_spread_over_the_admission_order():
+    """Every stretch of admitted requests holds short and long answers alike (as a random sample does)."""
+    lengths = batch_run.answer_lengths(1000, 200, 1800)
+    halves = statistics.mean(lengths[:500]), statistics.mean(lengths[500:])
+    assert halves[0] == pytest.approx(halves[1], rel=0.05)
+
+
+@pytest.mark.parametrize("args", [(0, 100, 200), (10, 0, 200), (10, 300, 200)])
+def test_bad_lengths_are_refused(args):
+    with pytest.raises(FlopsheetError) as info:
+        batch_run.answer_lengths(*args)
+    assert info.value.code == "#NUM!"
+
+
+def test_one_request_pays_its_prefill_then_one_step_a_token():
+    """N = 1: its prompt's compute with one read of the weights (the iteration at batch 1), then
+    answer - 1 decode steps at batch 1 (the prefill gave the first token)."""
+    run = batch_run.run(L8, H100, "bf16", 1, 512, 300, 1, VLLM)
+    step = capacity.decode_step(L8, H100, "bf16", 1, 512 + 150, 1, None, VLLM).total
+    prefill = capacity.prefill_compute_s(L8, H100, "bf16", 512, 1, 1, VLLM)
+    assert run.seconds == pytest.approx(step + prefill + 299 * step, rel=1e-9)
+    assert run.tokens_per_sec == pytest.approx(300 / run.seconds)
+
+
+def test_two_uneven_answers_leave_the_longer_decoding_alone():
+    """N = 2 with answers spread up to a cap: both prompts in one chunk, the shorter answer's steps at
+    batch 2, the rest of the longer one's at batch 1 (the tail)."""
+    short, long = sorted(batch_run.answer_lengths(2, 100, 400))
+    run = batch_run.run(L8, H100, "bf16", 2, 512, 100, 1, VLLM, max_output_tokens=400)
+    step = {b: capacity.decode_step(L8, H100, "bf16", b, 512 + 50, 1, None, VLLM).total for b in (1, 2)}
+    prefill = capacity.prefill_compute_s(L8, H100, "bf16", 512, 1, 1, VLLM)
+    hand = step[1] + 2 * prefill + (math.ceil(short - 1) * step[2]) + math.ceil(long - short) * step[1]
+    assert run.seconds == pytest.approx(hand, rel=0.01)
+    assert run.longest == pytest.approx(long)
+
+
+def test_a_long_run_approaches_the_steady_state():
+    """Many times the concurrency cap: N x answer / the steady throughput at that batch
+    (SERVING_THROUGHPUT's point at batch = the cap), within the ramp and the tail (under 1% at 56 x the cap)."""
+    n, prompt, output = 40_000, 512, 256
+    run = batch_run.run(L8, H100, "bf16", n, prompt, output, 1, VLLM, max_output_tokens=4 * output)
+    steady = capacity.serving_point(L8, H100, "bf16", prompt, output, 1, None, VLLM, batch=run.batch)
+    assert run.batch == min(capacity.kv_batch(L8, H100, "bf16", prompt, output, 1, "bf16", VLLM), VLLM.batch_cap(H100))
+    assert run.seconds == pytest.approx(n * output / steady.tokens_per_sec, rel=0.01)
+
+
+def test_a_short_run_is_slower_than_the_steady_state_by_its_tail():
+    """1,000 ShareGPT-like answers (mean 200, at most 1,800) on one H100: the longest answer's steps at a
+    small batch make the run's mean well below the steady throughput, and the tail is most of that."""
+    run = batch_run.run(L8, H100, "bf16", 1000, 220, 200, 1, VLLM, max_output_tokens=1800)
+    steady = capacity.serving_point(L8, H100, "bf16", 220, 200, 1, None, VLLM, batch=run.batch)
+    assert run.tokens_per_sec < 0.7 * steady.tokens_per_sec
+    assert run.longest > 1200 and run.tail_seconds > 0.3 * run.seconds
+
+
+def test_a_run_that_does_not_fit_is_refused_with_the_figures():
+    with pytest.raises(FlopsheetError) as info:
+        batch_run.run(catalog.model("Llama 3.1 405B"), H100, "bf16", 10, 512, 128, 1, VLLM)
+    assert info.value.code == "#NUM!" and "does not fit" in info.value.message

@@ -1,0 +1,161 @@
+"""A batch run: N requests sent at once (an offline batch job, or a benchmark burst such as
+`vllm bench serve --num-prompts N` at an infinite request rate), from the first prompt to the
+last answer. Standard library only.
+
+A steady state (capacity.serving_point) runs a full batch forever. A finite run does not:
+- the engine admits requests up to its concurrency cap (the KV cache under its memory rule, and
+  its own batch limit: capacity.kv_batch, Engine.batch_cap), the rest wait for a slot;
+- prompts are prefilled within the engine's token budget per iteration (Engine.max_num_tokens:
+  vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size), beside the running decodes,
+  each chunk paying its compute (capacity.prefill_compute_s); an engine without a budget
+  prefills every admitted prompt at once;
+- each iteration decodes one token of every running answer (capacity.decode_step at that batch),
+  and an answer leaves when it reaches its length, so the batch shrinks towards the end and the
+  run lasts at least the longest answer's steps (the tail).
+Answer lengths (answer_lengths) follow an exponential distribution truncated at the longest
+answer allowed, its rate set so that the mean is the one given.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from . import capacity
+from ..catalogs.catalog import Gpu, Model, Precision, as_precision
+from ..catalogs.engines import Engine, engine as engine_profile
+from ..errors import num_error
+
+# Spreads the answer lengths over the admission order: request i takes the length of rank
+# frac(i x (sqrt(5) - 1) / 2), a low-discrepancy order (Weyl's sequence), so that every stretch of
+# admitted requests holds short and long answers alike, as a random sample does, without a random
+# number (the same run gives the same answer).
+_GOLDEN = (math.sqrt(5) - 1) / 2
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    seconds: float             # first prompt in to last answer out
+    output_tokens: float
+    batch: int                 # the most requests the engine runs at once (its concurrency cap, or N)
+    longest: float             # the longest answer's tokens (its steps set the tail)
+    prefill_seconds: float     # GPU time the prompts' compute took (within the run)
+    tail_seconds: float        # time after the batch fell below half the cap for good
+
+    @property
+    def tokens_per_sec(self) -> float:
+        return self.output_tokens / self.seconds
+
+
+def _mean_share(s: float) -> float:
+    """Mean / cap of an exponential truncated at the cap, rate s / cap (s < 0: density rising to the cap)."""
+    if abs(s) < 1e-6:
+        return 0.5 - s / 12
+    return 1 / s - (0.0 if s > 700 else 1 / math.expm1(s))      # e^700: the second term is nil
+
+
+def _rate(share: float) -> float:
+    """The s with _mean_share(s) = share (0 < share < 1): bisection, the mean falls as s rises (below -700,
+    e^-s overflows: answers that close to the cap are all at it, to 1 in 700)."""
+    lo, hi = -700.0, 1e7
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _mean_share(mid) > share else (lo, mid)
+    return (lo + hi) / 2
+
+
+def answer_lengths(requests: int, mean: float, cap: float | None = None) -> list[float]:
+    """Answer lengths of `requests` requests, in admission order: the quantiles at (i - 0.5) / N of an
+    exponential truncated at `cap` with mean `mean` (a positive rate when the mean is below half the cap,
+    the shape of answers that stop with the same chance at every token; a negative one above it, most
+    answers running to the cap). No cap, or a mean at the cap: every answer `mean` long."""
+    if requests < 1 or mean <= 0:
+        raise num_error("requests must be >= 1 and output_tokens > 0")
+    if cap is not None and cap < mean * (1 - 1e-9):
+        raise num_error(f"max_output_tokens ({cap:g}) must be at least output_tokens ({mean:g})")
+    if cap is None or cap <= mean:
+        return [float(mean)] * requests
+    s = _rate(mean / cap)
+    sorted_lengths = [cap * (-math.log1p(u * math.expm1(-s)) / s if abs(s) > 1e-9 else u)
+                      for u in ((i + 0.5) / requests for i in range(requests))]
+    order = sorted(range(requests), key=lambda i: (i * _GOLDEN) % 1.0)
+    lengths = [0.0] * requests
+    for rank, i in enumerate(order):
+        lengths[i] = sorted_lengths[rank]
+    return lengths
+
+
+def concurrency(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, output_tokens: float,
+                n_gpus: int, kv: str, eng: Engine) -> int:
+    """Requests the engine runs at once: as many as their KV cache fits (capacity.kv_batch), within its batch cap."""
+    fits = capacity.kv_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
+    cap = eng.batch_cap(gpu)
+    return min(fits, cap) if cap else fits
+
+
+def run(model: Model, gpu: Gpu, precision: Precision | str, requests: int, prompt_tokens: float,
+        output_tokens: float, n_gpus: int = 1, eng: Engine | str | None = None,
+        kv_precision: Precision | str | None = None, max_output_tokens: float | None = None) -> BatchRun:
+    """N requests of `prompt_tokens` each, answers averaging `output_tokens` (at most `max_output_tokens`:
+    answer_lengths), all sent at once; iteration by iteration until the last answer ends."""
+    eng = engine_profile(eng, gpu)
+    precision = as_precision(precision)
+    if prompt_tokens < 1:
+        raise num_error("prompt_tokens must be >= 1")
+    lengths = answer_lengths(int(requests), output_tokens, max_output_tokens)
+    kv = str(kv_precision or eng.kv_format(precision))
+    cap = min(len(lengths), concurrency(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng))
+    per_token = capacity.prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng) / prompt_tokens
+    context = prompt_tokens + output_tokens / 2          # the mean a running sequence holds, as serving_point
+    steps: dict[int, float] = {}
+
+    def step_s(batch: int) -> float:                     # one iteration's decode (and weight read) at `batch`
+        if batch not in steps:
+            steps[batch] = capacity.decode_step(model, gpu, precision, batch, context, n_gpus, kv, eng).total
+        return steps[batch]
+
+    return _simulate(lengths, prompt_tokens, cap, eng.max_num_tokens, per_token, step_s)
+
+
+def _simulate(lengths: list[float], prompt: float, cap: int, budget: int | None, per_token: float,
+              step_s) -> BatchRun:
+    """The run, iteration by iteration: admit up to `cap`, prefill within the token `budget` (beside the
+    decodes: each running answer takes one token of it), decode every running answer one token. The
+    prefill's last position gives an answer's first token; it then needs length - 1 decode steps. Runs of
+    identical iterations (nothing to admit or prefill) are taken in one jump to the next answer's end."""
+    waiting = deque(range(len(lengths)))
+    prefilling: deque[list[float]] = deque()           # [index, prompt tokens left], in admission order
+    ends: list[float] = []                             # decode step count at which each running answer ends
+    done_steps, seconds, prefill_seconds, tail_from = 0, 0.0, 0.0, None
+    running = 0
+    while waiting or prefilling or ends:
+        while waiting and running < cap:
+            prefilling.append([waiting.popleft(), prompt])
+            running += 1
+        decoding = len(ends)
+        if not prefilling:                             # nothing to prefill: jump to the next answer's end
+            jump = max(1, math.ceil(ends[0] - done_steps - 1e-9))
+            seconds += jump * step_s(decoding)
+            done_steps += jump
+        else:
+            room = math.inf if budget is None else max(0, budget - decoding)
+            chunk = 0.0
+            while prefilling and chunk < room:
+                take = min(prefilling[0][1], room - chunk)
+                chunk += take
+                prefilling[0][1] -= take
+                if prefilling[0][1] <= 1e-9:
+                    index = int(prefilling.popleft()[0])
+                    heapq.heappush(ends, done_steps + (1 if decoding else 0) + max(0.0, lengths[index] - 1))
+            seconds += step_s(max(1, decoding)) + chunk * per_token
+            prefill_seconds += chunk * per_token
+            done_steps += 1 if decoding else 0
+        while ends and ends[0] <= done_steps + 1e-9:
+            heapq.heappop(ends)
+            running -= 1
+        if tail_from is None and not waiting and running < cap / 2:
+            tail_from = seconds
+    return BatchRun(seconds, sum(lengths), cap, max(lengths), prefill_seconds,
+                    seconds - (tail_from if tail_from is not None else seconds))
