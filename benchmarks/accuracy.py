@@ -309,6 +309,9 @@ def _int(text: str | None) -> int | None:
     return int(value) if value else None
 
 
+EXPERT_PARALLEL = re.compile(r"\bEP(\d+)")     # a MoE row's expert-parallel group, as its note states it
+
+
 def row_shape(row: dict[str, str], model: catalog.Model | None, params: float) -> tuple[teff.Shape, str]:
     """The shape a steady row ran at: its stated layers, hidden size and sequence, else the catalog model's layout,
     else the layout a bare count borrows (resolve.lender), as the worksheet functions do; a sequence not stated is
@@ -321,8 +324,12 @@ def row_shape(row: dict[str, str], model: catalog.Model | None, params: float) -
     if not seq:
         notes.append(f"sequence not stated: {defaults.SEQ_LEN}")
     width = hidden if hidden else layout.heads * layout.head_size       # a stated hidden size: multi-head attention
-    return teff.Shape(params, layers or layout.layers, hidden or layout.hidden, width, seq or defaults.SEQ_LEN), \
-        "; ".join(notes)
+    routed = model if model is not None and model.is_moe else None     # a MoE model's routing (moe_seconds)
+    group = EXPERT_PARALLEL.search(row.get("note") or "") if routed else None
+    if routed and not group:
+        notes.append("expert parallelism not stated: a server's GPUs")
+    return teff.Shape(params, layers or layout.layers, hidden or layout.hidden, width, seq or defaults.SEQ_LEN,
+                      routed, int(group[1]) if group else 0), "; ".join(notes)
 
 
 def six_n_mfu(reported: float, counted: str, row: dict[str, str], shape: teff.Shape, params: float) -> float:

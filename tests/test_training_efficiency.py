@@ -13,7 +13,7 @@ import pytest
 import udfs
 from benchmarks import accuracy
 from udfs.catalogs import catalog
-from udfs.physics import calibration as cal
+from udfs.physics import calibration as cal, collectives
 from udfs.physics import training_efficiency as teff
 from udfs.planning import picker
 
@@ -184,3 +184,45 @@ def test_the_picker_prices_training_at_the_tables_mfu():
     mfu = teff.for_gpu(gpu, model, "bf16", "steady").mfu * cal.TRAINING_GOODPUT
     assert option.ideal_gpu_hours == pytest.approx(6 * model.active * 2e12 / (peak * 1e12 * mfu) / 3600)
     assert math.isfinite(option.gpu_hours) and option.gpu_hours >= option.ideal_gpu_hours
+
+
+QWEN3 = catalog.model("Qwen3 235B-A22B")
+
+
+def test_moe_routing_is_physics_with_its_layout():
+    """A MoE token's routing costs time outside the 6·N products (none for a dense model); its expert all-to-alls
+    inside one server run over the GPU link, and across servers each token crosses a NIC at most once a server, so
+    spreading the same experts over 4 servers costs more than keeping them in one, but less than k copies each."""
+    dense = teff.shape_of(catalog.model("Llama 3.1 70B"), 4096)
+    assert teff.moe_seconds(dense, H100) == 0.0
+    inside = teff.shape_of(QWEN3, 4096)
+    assert inside.moe == QWEN3 and teff.expert_group(inside, H100) == 8       # one 8-GPU server, 128 experts
+    across = teff.Shape(**{**inside.__dict__, "expert_parallel": 32})
+    assert 0 < teff.moe_seconds(inside, H100) < teff.moe_seconds(across, H100)
+    tokens, k = 4096, QWEN3.experts_per_token
+    copies = collectives.all_to_all_s(collectives.network(), 32, tokens * k * QWEN3.hidden * 2)
+    assert teff.exchange_seconds(QWEN3, H100, 32, tokens) < copies
+    assert teff.mfu_at(across, H100, "bf16", 0.43) < teff.mfu_at(inside, H100, "bf16", 0.43) < \
+        teff.mfu_at(teff.Shape(**{**inside.__dict__, "moe": None}), H100, "bf16", 0.43)
+
+
+def test_a_moe_model_without_a_moe_share_takes_the_dense_share_with_its_routing():
+    """Steady: no MoE share in the table means the dense share with the routing by physics (not a factor); a MoE
+    model whose routing is not known (no catalog layout) never takes a MoE share, which holds the routing apart."""
+    shape = teff.shape_of(QWEN3, 4096)
+    found = teff.lookup(H100, shape, "bf16", True, "steady", CELLS)
+    assert found.mfu == pytest.approx(teff.mfu_at(shape, H100, "bf16", 0.45)) and not found.measured
+    assert "by physics" in found.basis
+    unknown = teff.Shape(**{**shape.__dict__, "moe": None})
+    moe_cell = CELLS + [teff.Cell("Hopper", "bf16", "any", "MoE", "steady", 0.30, 1, "e", "2026-01-01")]
+    blind = teff.lookup(H100, unknown, "bf16", True, "steady", moe_cell)
+    assert blind.mfu == pytest.approx(teff.mfu_at(unknown, H100, "bf16", 0.45) * cal.MOE_TRAINING_EFFICIENCY)
+    assert teff.lookup(H100, shape, "bf16", True, "steady", moe_cell).mfu == \
+        pytest.approx(teff.mfu_at(shape, H100, "bf16", 0.30))
+
+
+def test_a_moe_row_is_scored_on_its_stated_expert_parallel_group(rows):
+    qwen = [r for r in rows if r.model == QWEN3.name and r.gpu.family == "H100"]
+    assert qwen and all(r.shape.moe is not None and r.shape.moe.name == QWEN3.name for r in qwen)
+    assert {r.shape.expert_parallel for r in qwen} == {8, 32}
+    assert all(str(r.shape.expert_parallel) in r.note for r in qwen)

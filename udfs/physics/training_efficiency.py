@@ -12,6 +12,11 @@ scope says what the figure includes:
   16-bit units at flash attention's share (calibration.ATTENTION_FRACTION),
 + the memory-bound work between them (norms, activations, residuals, rotary: calibration.NONMATRIX_BYTES a hidden
   unit a layer) at the memory bandwidth,
++ for a mixture-of-experts model, its routing (`moe_seconds`): the permutes that copy each token to its k experts and
+  back (moe.routing_seconds, forward and again for the gradients) at the memory bandwidth, and the expert-parallel
+  all-to-alls, four per MoE layer (dispatch and combine forward, their gradients backward), over the expert group's
+  link (collectives: NVLink inside a server, each GPU's NIC across servers), exposed: within a micro-batch the
+  dispatch, the experts' products and the combine run one after the other,
 and the MFU is 6·N / (peak x that time). The one constant chosen from rows is `share`, the achieved share of the
 tensor peak on the matrix products, ONE per generation x precision x dense/MoE: each row's share is the one that
 reproduces its MFU under the model (`share_from`), and a cell is the median of its rows' shares (the rule:
@@ -32,7 +37,8 @@ back by a stated rule and says so in its basis (`Efficiency.basis`; measured Fal
   the nearest generation's, else the median of every generation's run cells;
 and fp8 with no fp8 cell of its own is the bf16 figure times the fp8 / bf16 steady MFU ratio of the nearest
 generation measured in both (at this model's shape), or FP8_FALLBACK where none is; a MoE model with no MoE cell
-in its own generation gets the dense figure x MOE_TRAINING_EFFICIENCY.
+in its own generation gets, steady, the dense share with its routing and exchange by physics (moe_seconds), and,
+for a whole run (or a MoE model whose routing is not known), the dense figure x MOE_TRAINING_EFFICIENCY.
 Precisions other than bf16 and fp8 have no cells: 16-bit fp16 takes the bf16 cells (same tensor peak); any other
 precision takes them too, and the basis says so.
 """
@@ -43,11 +49,11 @@ import csv
 import io
 import math
 import statistics
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cache
 from importlib import resources
 
-from . import calibration as cal
+from . import calibration as cal, collectives, moe
 from .defaults import SEQ_LEN
 from ..catalogs import resolve
 from ..catalogs.catalog import Gpu, Model
@@ -128,9 +134,14 @@ class Shape:
     hidden: int
     attention_width: int  # query heads x head size: the width of QKᵀ and AV
     seq_len: int
+    moe: Model | None = None      # a mixture-of-experts model whose routing moe_seconds reads (top-k, MoE layers)
+    expert_parallel: int = 0      # GPUs its experts are spread over; 0: expert_group's rule
 
     def text(self) -> str:
-        return f"{self.layers} layers x {self.hidden} hidden, {self.seq_len:,}-token sequences"
+        routed = "" if self.moe is None else \
+            f", top-{self.moe.experts_per_token} of {self.moe.n_experts} experts in {self.moe.moe_layer_count} layers" + \
+            (f" over EP{self.expert_parallel}" if self.expert_parallel else "")
+        return f"{self.layers} layers x {self.hidden} hidden, {self.seq_len:,}-token sequences{routed}"
 
 
 def shape_of(model: Model, seq_len: int = SEQ_LEN) -> Shape:
@@ -140,7 +151,8 @@ def shape_of(model: Model, seq_len: int = SEQ_LEN) -> Shape:
         model = resolve.model(model)
     if not (model.layers and model.hidden and model.heads):
         raise value_error(f"{model.name} has no layout (layers, hidden, heads) for the training step model")
-    return Shape(model.active, model.layers, model.hidden, model.heads * model.head_size, seq_len)
+    return Shape(model.active, model.layers, model.hidden, model.heads * model.head_size, seq_len,
+                 model if model.is_moe else None)
 
 
 def generation_of(gpu: Gpu) -> str:
@@ -163,10 +175,57 @@ def _peak(gpu: Gpu, precision: str) -> float:
 
 def overhead_seconds(shape: Shape, gpu: Gpu) -> float:
     """Seconds a token spends outside the matrix products on one GPU: causal attention at ATTENTION_FRACTION of
-    the 16-bit peak, and the memory-bound work at the memory bandwidth."""
+    the 16-bit peak, the memory-bound work at the memory bandwidth, and a MoE model's routing (moe_seconds)."""
     sixteen = gpu.sixteen_bit_peak("training attention").tflops * TERA      # attention runs in 16-bit
     attention = 6 * shape.layers * shape.seq_len * shape.attention_width / (sixteen * cal.ATTENTION_FRACTION)
-    return attention + cal.NONMATRIX_BYTES * shape.layers * shape.hidden / (gpu.bandwidth_tbs * 1e12)
+    return attention + cal.NONMATRIX_BYTES * shape.layers * shape.hidden / (gpu.bandwidth_tbs * 1e12) + \
+        moe_seconds(shape, gpu)
+
+
+def expert_group(shape: Shape, gpu: Gpu) -> int:
+    """GPUs a MoE layer's experts are spread over: the layout's where it is stated, else the GPUs of one server
+    (the catalog's system_gpus; NVL72 on GB200), at most one expert a GPU: expert parallelism kept inside the GPU
+    fabric, as the Megatron-Core MoE recipes lay out three of their four H100 layouts of Qwen3-235B-A22B (EP8 on
+    8-GPU servers; yanring/Megatron-MoE-ModelZoo). One GPU where the server size is unknown."""
+    if shape.expert_parallel:
+        return shape.expert_parallel
+    experts = shape.moe.n_experts if shape.moe is not None and shape.moe.n_experts else 1
+    return max(1, min(experts, gpu.system_gpus or 1))
+
+
+def moe_seconds(shape: Shape, gpu: Gpu) -> float:
+    """Seconds a token of a MoE model spends on its routing on one GPU, outside the 6·N matrix products: the
+    permutes (moe.routing_seconds, forward, and the same bytes again for the gradients) at the memory bandwidth,
+    and four all-to-alls per MoE layer (dispatch and combine forward, their gradients backward: exchange_seconds)
+    for a micro-batch of one sequence, all exposed. 0 for a dense model."""
+    model = shape.moe
+    if model is None or not model.is_moe:
+        return 0.0
+    routing = 2 * moe.routing_seconds(model, 1, gpu.bandwidth_tbs * 1e12)
+    group = expert_group(shape, gpu)
+    return routing + 4 * model.moe_layer_count * exchange_seconds(model, gpu, group, shape.seq_len) / shape.seq_len
+
+
+def exchange_seconds(model: Model, gpu: Gpu, group: int, tokens: float) -> float:
+    """One expert-parallel dispatch (or combine) of `tokens` tokens' k x hidden 16-bit activations over `group`
+    GPUs (collectives.all_to_all_s). Inside one server every copy crosses the GPU link; across servers each token
+    crosses a GPU's NIC once for each other server holding one of its experts (moe.touched_experts over the
+    servers: uniform routing), as DeepEP's internode dispatch sends it (one copy a server, forwarded over NVLink;
+    the dispatcher the Megatron-Core MoE recipes run across servers), while its copies for experts in its own
+    server take the GPU link; the two run at once, so the slower decides."""
+    if group <= 1:
+        return 0.0
+    k, width = model.experts_per_token or 1, model.dim("hidden") * 2
+    server = max(1, gpu.system_gpus or 1)
+    inside = min(group, server)
+    link = collectives.link_class(gpu, inside, "the expert-parallel all-to-all") if inside > 1 else None
+    near = collectives.all_to_all_s(link, inside, tokens * k * width * inside / group) if link else 0.0
+    if group <= server:
+        return near
+    servers = math.ceil(group / server)
+    remote = moe.touched_experts(servers, 1, k) * (servers - 1) / servers
+    far = collectives.all_to_all_s(collectives.network(), servers, tokens * width * remote * servers / (servers - 1))
+    return max(near, far)
 
 
 def mfu_at(shape: Shape, gpu: Gpu, precision: str, share: float) -> float:
@@ -300,16 +359,29 @@ def lookup(gpu: Gpu, shape: Shape, precision: str, moe: bool, scope: str,
         bf16 = lookup(gpu, shape, "bf16", moe, scope, cells)
         ratio, why = _fp8_ratio(cells, gpu, shape, arch)
         return Efficiency(bf16.mfu * ratio, f"{bf16.basis}; no fp8 cell: the bf16 figure x {ratio:.3f} ({why})", False)
+    if moe and shape.moe is None:      # a MoE share holds the routing apart: not for a model whose routing is unknown
+        cells = [c for c in cells if (c.architecture, c.scope) != ("MoE", "steady")]
+        own = [c for c in own if c.scope != "steady"]
     found = _figure(cells, gpu, shape, prec, arch, scope) if (own or not moe) else None
     if found is None and moe:
-        dense = _figure(cells, gpu, shape, prec, "dense", scope)
-        if dense is not None:
-            found = (dense[0] * cal.MOE_TRAINING_EFFICIENCY, dense[1] + [
-                f"no MoE cell: the dense figure x MOE_TRAINING_EFFICIENCY {cal.MOE_TRAINING_EFFICIENCY:g}"], False)
+        found = _moe_from_dense(cells, gpu, shape, prec, scope)
     if found is None or not math.isfinite(found[0]) or found[0] <= 0:
         raise na_error(f"no training efficiency for {generation_of(gpu)} {precision} {scope}: no measured cell and "
                        f"no fallback")
     return Efficiency(found[0], "; ".join(steps + found[1]), found[2] and not steps)
+
+
+def _moe_from_dense(cells, gpu: Gpu, shape: Shape, prec: str, scope: str) -> tuple[float, list[str], bool] | None:
+    """A MoE model without a MoE cell in its generation: steady, the dense share with the model's routing and
+    expert exchange by physics (the shape carries them: moe_seconds); a whole run, or a model whose routing is
+    not known, the dense figure x MOE_TRAINING_EFFICIENCY."""
+    if scope == "steady" and shape.moe is not None:
+        dense = _figure(cells, gpu, shape, prec, "dense", scope)
+        return None if dense is None else (dense[0], dense[1] + [
+            "no MoE share: the dense share, the routing and expert all-to-alls by physics (moe_seconds)"], False)
+    dense = _figure(cells, gpu, replace(shape, moe=None), prec, "dense", scope)
+    return None if dense is None else (dense[0] * cal.MOE_TRAINING_EFFICIENCY, dense[1] + [
+        f"no MoE cell: the dense figure x MOE_TRAINING_EFFICIENCY {cal.MOE_TRAINING_EFFICIENCY:g}"], False)
 
 
 def for_gpu(gpu: Gpu, model: Model, precision: str = "bf16", scope: str = "run",
