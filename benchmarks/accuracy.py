@@ -704,11 +704,12 @@ def compare_full_training(ref: str, what: str, model, row: dict[str, str]) -> li
 
 
 def compare_full_fit(what: str, model, row: dict[str, str]) -> Comparison:
-    """A full-training run stated to fit (it ran) against its GPU: TRAINING_MEMORY_GB's total (allocated + the
-    CUDA context) for its configuration."""
+    """A full-training run stated to fit (it ran) or to run out of memory ("OOM") against its GPU:
+    TRAINING_MEMORY_GB's total (allocated + the CUDA context) for its configuration."""
     parts, how = full_training_parts(model, row)
     gpu = find_gpu(row["gpu"])
-    return Comparison("fit", what, True, parts["total"] <= gpu.memory_gb, "fits",
+    fits = row["peak_gpu_mem_gb"].strip().upper() != "OOM"
+    return Comparison("fit", what, fits, parts["total"] <= gpu.memory_gb, "fits",
                       f"{how} gives {parts['total']:.1f} GiB of {gpu.memory_gb:g}")
 
 
@@ -750,7 +751,9 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
         model = find_model(row["model"])
         gpu_mem = number(row["gpu"]) if re.search(r"\d+\s*GB", row["gpu"]) else None
 
-        if "full fine-tuning" in method and peak.upper() == "OOM":
+        if model and method.startswith("full") and peak.lower() in ("fits", "oom") and (row.get("train_config") or "").strip():
+            out.append(compare_full_fit(what, model, row))
+        elif "full fine-tuning" in method and peak.upper() == "OOM":
             params = model.params if model else number(row["params_b"]) * 1e9
             states = sum(training_memory.model_state_bytes(params, "bf16", "adamw").values()) / GIB
             gpu = find_gpu(row["gpu"])
@@ -782,8 +785,6 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
                                       "HF baseline; Unsloth's own figure (offloaded checkpointing) not modelled"))
         elif model and row.get("lora_rank", "").strip() and "offload" not in method:
             continue                      # scored by compare_adapters
-        elif model and method.startswith("full") and peak.lower() == "fits" and (row.get("train_config") or "").strip():
-            out.append(compare_full_fit(what, model, row))
         elif model and (row.get("measured") or "").strip() and method.startswith("full"):
             out += compare_full_training(ref, what, model, row)
         elif model and method.startswith("full fine-tuning (fsdp") and peak.lower() == "fits":

@@ -162,3 +162,18 @@ def test_full_training_rows_are_scored_with_their_own_configuration(report):
         full["full fine-tuning (torchtune, pure BF16, torchao AdamW8bit)"].estimate
     with pytest.raises(ValueError, match="train_config key"):
         accuracy.train_config({"train_config": "optimiser=adamw"})
+
+
+def test_full_training_fit_rows_take_the_stated_verdict_and_the_rows_configuration(report):
+    """A full-training row stated to run out of memory ('OOM') is a fit row measured False, one stated to fit is
+    measured True, and both are judged on the estimate for their own configuration (the ZeRO stage, tensor and
+    pipeline split and micro-batch the row's train_config gives, named in the note)."""
+    rows = [r for _, r in accuracy.read_rows(accuracy.default_measured_dir(), "memory_measured.csv")
+            if r["method"].startswith("full") and (r.get("train_config") or "").strip()
+            and r["peak_gpu_mem_gb"].strip().lower() in ("fits", "oom")]
+    assert {r["peak_gpu_mem_gb"].strip().lower() for r in rows} == {"fits", "oom"}
+    fit = {c.row.split(" ", 1)[1]: c for c in report.of("fit")}
+    for r in rows:
+        c = next(v for k, v in fit.items() if k.startswith(f"{r['model']} | {r['method']}"))
+        assert c.measured is (r["peak_gpu_mem_gb"].strip().lower() == "fits")
+        assert f"{int(r['micro_batch'])} x {int(r['seq_len']):,} tokens" in c.note
