@@ -93,9 +93,26 @@ def test_tensor_and_pipeline_sharding_with_zero():
     held = tm.stage_params(M70, 8, 2)
     assert r["optimizer"] * GIB == pytest.approx(held * 12 / 4)
     assert r["weights"] * GIB == pytest.approx(held * 2)
-    z3 = tm.training_memory_gib(M70, zero_stage=3, n_gpus=64, tensor_parallel=8, pipeline_parallel=2)
+    z3 = tm.training_memory_gib(M70, zero_stage=3, n_gpus=8, tensor_parallel=8)
     layer = tm.stage_params(M70, 8) / M70.layers * 2         # one layer's tensor-parallel slice, gathered
-    assert z3["weights"] * GIB == pytest.approx(held * 2 / 4 + layer)
+    assert z3["weights"] * GIB == pytest.approx(tm.stage_params(M70, 8) * 2)     # dp 1: nothing sharded or gathered
+    z3 = tm.training_memory_gib(M70, zero_stage=3, n_gpus=64, tensor_parallel=8)
+    assert z3["weights"] * GIB == pytest.approx(tm.stage_params(M70, 8) * 2 / 8 + layer)
+
+
+@pytest.mark.parametrize("zero", [2, 3])
+def test_zero_sharding_under_pipeline_stages_holds_the_stage_whole(zero):
+    """FSDP2 stages under PyTorch's pipelining keep their weights unsharded and their gradients unsynchronised (in
+    FP32, the reduce dtype) through a step's microbatches: a pipelined ZeRO-2/3 GPU holds its stage's 16-bit
+    weights and FP32 gradients whole, and only the master copy and Adam moments sharded (2 + 4 + 12/dp B)."""
+    r = tm.training_memory_gib(M70, zero_stage=zero, n_gpus=64, tensor_parallel=8, pipeline_parallel=2)
+    held = tm.stage_params(M70, 8, 2)
+    assert r["weights"] * GIB == pytest.approx(held * 2)
+    assert r["gradients"] * GIB == pytest.approx(held * 4)
+    assert r["optimizer"] * GIB == pytest.approx(held * 12 / 4)
+    pure = tm.training_memory_gib(M70, zero_stage=zero, n_gpus=64, tensor_parallel=8, pipeline_parallel=2,
+                                  optimizer_states="bf16", master_weights=False)
+    assert pure["gradients"] * GIB == pytest.approx(held * 4)        # FP32 accumulation, not the weights' BF16
 
 
 def test_offload_moves_states_to_cpu():

@@ -249,6 +249,7 @@ def training_memory_gib(model: Model, precision: Precision | str = "bf16", optim
 
     ZeRO shards over the data-parallel GPUs: stage 1 the optimizer states, 2 also the gradients, 3
     also the weights (plus one layer gathered whole); FSDP's SHARD_GRAD_OP is stage 2, FULL_SHARD stage 3.
+    Pipelined, stage 2 or 3 holds the stage's weights and FP32 gradients whole (pipelined_fsdp).
     `cpu` is what offload and paged optimizer states keep in CPU memory per GPU (not in `total`); `total`
     is what must fit, `allocated`, `reserved` and `device` what PyTorch and nvidia-smi report (device_memory)."""
     precision = as_precision(precision)
@@ -264,6 +265,11 @@ def training_memory_gib(model: Model, precision: Precision | str = "bf16", optim
         states["gradients"] = largest_tensor(model) / tensor_parallel * state_bytes_per_param(
             precision, optimizer, optimizer_states, master_weights)["gradients"]
     shard = {k: (dp if zero_stage >= level else 1) for k, level in (("optimizer", 1), ("gradients", 2), ("weights", 3))}
+    pipelined = pipelined_fsdp(zero_stage, pipeline_parallel, dp, offload)
+    if pipelined:
+        shard["weights"] = shard["gradients"] = 1
+        states["gradients"] = max(states["gradients"], held * GRAD_BYTES) if not optimizer_in_backward else \
+            states["gradients"]
     parts = {k: states[k] / shard[k] for k in states}
     cpu = 0.0
     if optimizer_states.startswith("paged") or offload != "none":
@@ -274,7 +280,7 @@ def training_memory_gib(model: Model, precision: Precision | str = "bf16", optim
         parts["gradients"] = 0.0
     # ZeRO-3 gathers one layer whole (its tensor-parallel slice) at a time: the average layer of the model
     layer = stage_params(model, tensor_parallel) / model.dim("layers", NEED) * precision.bytes_per_param
-    gathered = layer if zero_stage >= 3 and dp > 1 else 0.0
+    gathered = layer if zero_stage >= 3 and dp > 1 and not pipelined else 0.0
     if offload == "all":
         cpu += parts["weights"]
         parts["weights"] = layer
@@ -285,6 +291,18 @@ def training_memory_gib(model: Model, precision: Precision | str = "bf16", optim
     result = device_memory({k: v / GIB for k, v in parts.items()})
     result["cpu"] = (cpu + off) / GIB
     return result
+
+
+def pipelined_fsdp(zero_stage: int, pipeline_parallel: int, dp: int, offload: str = "none") -> bool:
+    """Whether gradients and weights sharded by ZeRO-2/3 are held whole on each GPU at the peak because the job is
+    also pipelined. ZeRO-2/3 with pipeline stages is FSDP2 under PyTorch's pipelining (DeepSpeed's pipeline engine
+    takes ZeRO-1 only; torchtitan and NeMo Automodel pipeline FSDP2 stages): for every microbatch but a step's last,
+    the stage keeps its parameters unsharded and its gradients unsynchronised (torch/distributed/pipelining/
+    stage.py, backward_maybe_with_nosync: set_reshard_after_backward(False), set_requires_gradient_sync(False)),
+    and FSDP2 accumulates those unsharded gradients in its reduce dtype (FSDPParam.to_accumulated_grad_if_needed),
+    FP32 in torchtitan's and NeMo Automodel's mixed-precision default (GRAD_BYTES). Only the optimizer states (and
+    the master copy) stay sharded: ZeRO-1 with FP32 gradients."""
+    return zero_stage >= 2 and pipeline_parallel > 1 and dp > 1 and offload == "none"
 
 
 def data_parallel(n_gpus: int, tensor_parallel: int = 1, pipeline_parallel: int = 1) -> int:
