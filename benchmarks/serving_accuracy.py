@@ -107,6 +107,7 @@ class Case:
     continuous: bool = False  # a fixed number of requests in flight under continuous batching
     kv: str | None = None     # the KV-cache format the row records ("KV cache FP8"); None: the engine's default
     rate: float | None = None  # requests/s of a time-to-first-token row measured at a stated load
+    concurrency: float | None = None  # or the requests such a row keeps in flight (a closed loop)
     answer: float = 0.0        # that row's answer length (its requests stay in flight while they decode)
     burst: int = 0            # requests sent at once (a "1000 prompts" benchmark run); 0: a steady state
     answer_cap: float | None = None   # a burst's longest answer allowed (_answer_cap); None: every answer the mean
@@ -234,11 +235,16 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
         note = "; ".join(filter(None, [note, "per-sequence figure x batch"]))
         value *= batch
     if "ttft" in metric_text or "first-token" in metric_text or "first token" in metric_text:
-        load = re.search(r"at ([\d.]+) requests?/s", metric_text)
-        if load and output:
-            note = "; ".join(filter(None, [note, f"{load.group(1)} request/s: the requests in flight by Little's law"]))
+        load = re.search(r"at ([\d.]+) requests?/s", metric_text) if output else None
+        closed = re.search(r"at (?:max-)?concurrency ([\d.]+)", metric_text) if output else None
+        if load:
+            note = "; ".join(filter(None, [note, f"{load.group(1)} request/s: the prefill queue and the requests in "
+                                                 f"flight (Little's law)"]))
+        if closed:
+            note = "; ".join(filter(None, [note, f"{closed.group(1)} in flight, a closed loop: the rate that follows"]))
         return Case("prefill", batch=1, prompt=prompt or 1, output=1, measured=value, unit="ms", note=note,
-                    rate=float(load.group(1)) if load and output else None, answer=output or 0.0, **common)
+                    rate=float(load.group(1)) if load else None, answer=output or 0.0,
+                    concurrency=float(closed.group(1)) if closed else None, **common)
     if "prefill" in metric_text or "prompt processing" in metric_text:
         return Case("prefill", batch=1, prompt=prompt or 1, output=1, measured=value, unit="tokens/s",
                     note=note, **common)
@@ -345,27 +351,13 @@ def estimate(case: Case, eng: engines.Engine) -> float:
     if case.metric in ("max_throughput", "burst"):
         return max_throughput(case, eng)
     if case.metric == "prefill" and case.unit == "ms":
-        return capacity.time_to_first_token_s(m, g, p, case.prompt, 1, n, eng, running_at(case, eng)) * 1000
+        if case.rate or case.concurrency:       # at a stated load: the prefill queue and the running decode
+            return capacity.load_ttft(m, g, p, case.prompt, case.answer, n, eng, case.kv, case.rate,
+                                      case.concurrency).ttft_s * 1000
+        return capacity.time_to_first_token_s(m, g, p, case.prompt, 1, n, eng) * 1000
     if case.metric == "prefill":
         return case.prompt / capacity.prefill_seconds(m, g, p, case.prompt, 1, n, eng)
     raise ValueError(case.metric)
-
-
-def running_at(case: Case, eng: engines.Engine) -> float | None:
-    """Sequences an arriving request finds decoding at the row's request rate (Little's law: rate x the time a
-    request stays, its answer at the step of that many sequences, found by a few fixed-point rounds from the
-    batch-1 step; Poisson arrivals see the time average); None: no load."""
-    if not case.rate:
-        return None
-    running = 1.0
-    for _ in range(RUNNING_ROUNDS):
-        step = capacity.decode_step(case.model, case.gpu, case.precision, max(1.0, running),
-                                    case.prompt + case.answer / 2, case.n_gpus, case.kv, eng).total
-        running = case.rate * case.answer * step
-    return running
-
-
-RUNNING_ROUNDS = 6      # the step grows slowly with the batch at these loads: a handful of rounds settle it
 
 
 def max_throughput(case: Case, eng: engines.Engine) -> float:

@@ -314,9 +314,82 @@ def test_a_request_arriving_at_load_first_waits_for_the_running_step():
     fixed = capacity.decode_step(model, H100, "fp8", 1, 2048, 1, None, eng).overhead
     assert busy == pytest.approx(alone + step.total / 2 + step.total - read - fixed)
     assert alone + step.total / 2 < busy < alone + 1.5 * step.total
+
+
+def test_at_the_operating_point_a_request_also_queues_behind_other_prompts():
+    """At its operating point a copy's `batch` requests end, and new ones arrive, batch / (output x TPOT) a
+    second (Little's law): the iteration an arrival lands in may carry other prompts (each adding its prefill's
+    compute, what TPOT charges), and the prompts arriving in it join the arrival's own iteration. With the
+    iteration model's moments written out: E[L] = s / (1 - lambda x) is the TPOT itself, and the wait is the
+    residual E[L^2] / (2 E[L]); more than the bare half step the lone-arrival view gave."""
+    model, eng = catalog.model("Llama 3.1 8B"), engines.engine("trtllm")
+    alone = capacity.time_to_first_token_s(model, H100, "fp8", 2048, 1, 1, eng)
+    read = model.total_params * 1 / (H100.bandwidth_tbs * 1e12 * eng.bandwidth_fraction(H100))
+    fixed = capacity.decode_step(model, H100, "fp8", 1, 2048, 1, None, eng).overhead
     point = capacity.serving_point(model, H100, "fp8", 2048, 256, 1, eng=eng, batch=32)
-    step32 = capacity.decode_step(model, H100, "fp8", 32, 2048 + 128, 1, None, eng).total
-    assert point.ttft_ms == pytest.approx((alone + 1.5 * step32 - read - fixed) * 1000)
+    s = capacity.decode_step(model, H100, "fp8", 32, 2048 + 128, 1, None, eng).total
+    x = capacity.prefill_compute_s(model, H100, "fp8", 2048, 1, 1, eng)
+    rate = 32 / (256 * point.tpot_ms / 1000)
+    mean = s / (1 - rate * x)
+    assert mean * 1000 == pytest.approx(point.tpot_ms)          # the mean iteration is the TPOT the point charges
+    second = (s * s + (2 * s + x) * rate * x * mean) / (1 - (rate * x) ** 2)
+    wait = second / (2 * mean)
+    assert point.ttft_ms == pytest.approx((wait + alone + s - read - fixed + 2 * rate * wait * x) * 1000)
+    assert point.ttft_ms > (alone + 1.5 * s - read - fixed) * 1000 * 1.2     # the queue is not small here
+
+
+def test_the_iteration_wait_matches_a_simulated_engine():
+    """queueing.iteration_wait_s against a direct simulation of the scheduler it describes: Poisson arrivals,
+    iterations back to back, each the decode step plus every prompt waiting at its start; each prompt's first
+    token comes at the end of its iteration. The simulated mean time to first token is the formula's wait +
+    step + prompt + the prompts that arrived in the same iteration."""
+    import random
+    rng = random.Random(20)
+    for rate, s, x in ((10.0, 0.011, 0.0165), (40.0, 0.02, 0.015), (2.0, 0.03, 0.2)):
+        t, pending, total, count = 0.0, [], 0.0, 0
+        arrival = rng.expovariate(rate)
+        for _ in range(60_000):
+            length = s + x * len(pending)
+            end = t + length
+            total += sum(end - a for a in pending)
+            count += len(pending)
+            pending = []
+            while arrival < end:
+                pending.append(arrival)
+                arrival += rng.expovariate(rate)
+            t = end
+        wait, mean = queueing.iteration_wait_s(rate, s, x)
+        assert total / count == pytest.approx(wait + s + x + 2 * rate * wait * x, rel=0.02), (rate, s, x)
+        assert mean == pytest.approx(t / 60_000, rel=0.02)
+    assert queueing.iteration_wait_s(0, 0.01, 0.02) == (0.005, 0.01)       # no arrivals: half a step
+    assert queueing.iteration_wait_s(60, 0.01, 0.02)[0] == math.inf        # the prompts fill the GPU's time
+
+
+def test_first_token_at_a_load_grows_with_the_rate_and_one_client_finds_nothing_running():
+    """load_ttft: under Poisson arrivals the mean time to first token grows with the rate (more prompts ahead,
+    more sequences decoding); the sequences in flight are Little's law's rate x answer x iteration; a closed
+    loop of one client finds nothing running (its first token is a lone prefill), and a closed loop's rate is
+    concurrency / (TTFT + answer x iteration); a rate whose prefills fill the GPU is #NUM!."""
+    eng = engines.engine("vllm")
+    lone = capacity.time_to_first_token_s(L8, H100, "bf16", 2048, 1, 1, eng)
+    loads = [capacity.load_ttft(L8, H100, "bf16", 2048, 256, 1, eng, rate=r) for r in (0.5, 2, 4, 8)]
+    assert [ld.ttft_s for ld in loads] == sorted(ld.ttft_s for ld in loads) and loads[0].ttft_s > lone
+    for ld in loads:
+        step = capacity.decode_step(L8, H100, "bf16", max(1.0, ld.running), 2048 + 128, 1, None, eng).total
+        x = capacity.prefill_compute_s(L8, H100, "bf16", 2048, 1, 1, eng)
+        assert ld.iteration_s == pytest.approx(step / (1 - ld.rate * x), rel=1e-3)
+        assert ld.running == pytest.approx(ld.rate * 256 * ld.iteration_s, rel=1e-3)
+    one = capacity.load_ttft(L8, H100, "bf16", 2048, 256, 1, eng, concurrency=1)
+    assert one.ttft_s == pytest.approx(lone) and one.running == 0
+    closed = capacity.load_ttft(L8, H100, "bf16", 2048, 256, 1, eng, concurrency=32)
+    assert closed.rate == pytest.approx(32 / (closed.ttft_s + 256 * closed.iteration_s), rel=1e-3)
+    assert closed.ttft_s > lone
+    with pytest.raises(FlopsheetError) as info:
+        capacity.load_ttft(L8, H100, "bf16", 2048, 256, 1, eng, rate=1e4)
+    assert info.value.code == "#NUM!" and "prefills" in info.value.message
+    with pytest.raises(FlopsheetError) as info:      # the decode cannot keep up: the requests in flight outgrow memory
+        capacity.load_ttft(L8, H100, "bf16", 2048, 256, 1, eng, rate=16)
+    assert info.value.code == "#NUM!" and "no steady state" in info.value.message
 
 
 def test_a_short_prefill_pays_its_products_and_the_weights_read_added():

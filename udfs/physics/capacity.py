@@ -299,16 +299,29 @@ def _read_bytes(model: Model, precision: Precision, n_gpus: int, eng: Engine, sp
 
 
 def _first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, batch: float, n_gpus: int,
-                   eng: Engine, step: Step | None, running: float) -> float:
+                   eng: Engine, step: Step | None, running: float, rate: float = 0.0) -> float:
     """Time to the first token of `batch` prompts: the prefill, whose last position gives the first token (no
-    decode step of its own). With `running` sequences decoding, the request first waits out the step in
-    progress (wait_for_step), and the iteration that prefills it also decodes them: their step beyond what the
-    prefill already pays (the weights' read, the fixed costs)."""
+    decode step of its own). With `running` sequences decoding, the request first waits out the iteration in
+    progress, and the iteration that prefills it also decodes them: their step beyond what the prefill already
+    pays (the weights' read, the fixed costs). With prompts arriving at `rate` a second (Poisson), the
+    iteration in progress may carry other prompts, and those arriving in it join the request's own iteration
+    (queueing.iteration_wait_s); with nothing decoding, the prompts queue for the GPU one after another
+    (queueing.prefill_wait_s)."""
     prefill = _prefill_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng)
     if running < 1 or step is None:
-        return prefill
+        return _finite(queueing.prefill_wait_s(rate, prefill), rate) + prefill
     carried = max(0.0, step.total - _shared_s(model, gpu, precision, n_gpus, eng, prompt_tokens * batch))
-    return wait_for_step(step.total, running) + prefill + carried
+    added = prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng)    # what a prompt adds to an iteration
+    wait, _ = queueing.iteration_wait_s(rate, step.total, added)
+    joined = 2 * rate * _finite(wait, rate) * added     # prompts arriving in the iteration it lands in share its own
+    return wait + prefill + carried + joined
+
+
+def _finite(wait_s: float, rate: float) -> float:
+    """#NUM! when the prompts arriving at `rate` alone need more than the GPU's time (no steady state)."""
+    if not math.isfinite(wait_s):
+        raise num_error(f"{rate:g} requests/s: their prefills alone need more than the GPUs' time (no steady state)")
+    return wait_s
 
 
 def time_to_first_token_s(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
@@ -326,11 +339,53 @@ def time_to_first_token_s(model: Model, gpu: Gpu, precision: Precision | str = "
     return _first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng, step, running or 0)
 
 
-def wait_for_step(step_s: float, running: float) -> float:
-    """The wait of a request arriving while others decode: the engine schedules it at the next
-    iteration, so it first waits out the step in progress - half a step on average (arrivals fall
-    uniformly within a step of fixed length). Nothing running, no wait."""
-    return step_s / 2 if running >= 1 else 0.0
+@dataclass(frozen=True)
+class Load:
+    """A steady load on one copy: requests arriving a second, sequences decoding, the mean iteration (each
+    running sequence's time per output token) and the mean time to first token."""
+    rate: float
+    running: float
+    iteration_s: float
+    ttft_s: float
+
+
+LOAD_ROUNDS = 30     # fixed-point rounds for the running sequences at a load (they settle in a handful)
+
+
+def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: float, output_tokens: float,
+              n_gpus: int = 1, eng: Engine | str | None = None, kv_precision: Precision | str | None = None,
+              rate: float | None = None, concurrency: float | None = None) -> Load:
+    """Time to first token of requests arriving at `rate` a second (Poisson: an open load), or kept at
+    `concurrency` in flight (a closed loop: each client sends its next request when its answer ends, so the
+    rate is concurrency / (TTFT + answer x the mean iteration); by the arrival theorem of closed queueing
+    networks (Lavenberg and Reiser, J. Appl. Prob. 17, 1980) a request finds the other concurrency - 1 clients'
+    traffic, taken as Poisson at their rate: one client finds nothing running). The sequences decoding follow
+    from Little's law: rate x answer x the mean iteration, an iteration being the decode step of that many
+    sequences plus the prompts it prefills (queueing.iteration_wait_s), found by fixed-point rounds from one
+    sequence."""
+    eng = engine_profile(eng, gpu)
+    precision = as_precision(precision)
+    if (rate is None) == (concurrency is None) or (rate or concurrency or 0) <= 0:
+        raise num_error("give one load: requests per second or requests in flight, > 0")
+    kv = kv_precision or eng.kv_format(precision)
+    context = prompt_tokens + output_tokens / 2
+    check_fit(model, gpu, precision, context, max(1.0, concurrency or 1), n_gpus, kv, eng)
+    fits = kv_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
+    added = prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng)
+    arrivals, running, ttft = rate or 0.0, 1.0, 0.0
+    for _ in range(LOAD_ROUNDS):
+        step = _decode_step(model, gpu, precision, max(1.0, running), context, n_gpus, kv, eng)
+        iteration = _finite(queueing.iteration_wait_s(arrivals, step.total, added)[1], arrivals)
+        ttft = _first_token_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng, step, running, arrivals)
+        if concurrency:                 # an arrival sees the other clients' requests (the arrival theorem)
+            arrivals = (concurrency - 1) / (ttft + output_tokens * iteration)
+        running = arrivals * output_tokens * iteration
+        if running > fits:
+            raise num_error(f"{arrivals:g} requests/s keep more requests decoding than the KV cache holds ({fits:,}) "
+                            f"on {n_gpus} x {gpu.name} with {eng.name}: no steady state")
+    if concurrency:
+        arrivals = concurrency / (ttft + output_tokens * iteration)
+    return Load(arrivals, running, iteration, ttft)
 
 
 # ---------------------------------------------------------------------------- fit (one check for every estimate)
@@ -444,10 +499,13 @@ def _tpot_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> fl
 
 
 def _ttft_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
-    """A new request's wait for the step in progress (the batch's other sequences decoding), its
-    prefill, finished in an iteration that also decodes the running batch."""
+    """A new request at the operating point: `batch` requests in flight, so they arrive as fast as they end,
+    batch / (output x TPOT) a second (Little's law); it waits for the iteration in progress (which may carry
+    other prompts), then its prefill, finished in an iteration that also decodes the running batch and
+    prefills the prompts that arrived with it (_first_token_s)."""
     step = _decode_step(model, gpu, precision, batch, prompt + output / 2, n_gpus, kv, eng)
-    return _first_token_s(model, gpu, precision, prompt, 1, n_gpus, eng, step, batch - 1)
+    rate = batch / (output * _tpot_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch))
+    return _first_token_s(model, gpu, precision, prompt, 1, n_gpus, eng, step, batch - 1, rate)
 
 
 def _latency_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:

@@ -84,3 +84,39 @@ def wait_percentile_s(arrivals_per_s: float, servers: int, service_s: float, per
     if waits <= 1 - percentile:
         return 0.0
     return (arrival_cv2 + service_cv2) / 2 * math.log(waits / (1 - percentile)) / spare_rate
+
+
+# ---------------------------------------------------------------------------- the prefill queue
+
+def iteration_wait_s(arrivals_per_s: float, step_s: float, prompt_s: float) -> tuple[float, float]:
+    """(mean wait of an arriving prompt for the iteration in progress, mean iteration length) of a continuous-
+    batching engine that puts every prompt waiting at an iteration's start into that iteration (vLLM, SGLang
+    and TensorRT-LLM schedule waiting prefills at the next iteration, beside the running decode).
+
+    Iterations run back to back while sequences decode: iteration n is the decode step `step_s` plus `prompt_s`
+    for each of the N_n prompts that arrived during iteration n - 1, so with Poisson arrivals at rate lambda,
+    N_n is Poisson with mean lambda L_(n-1) and L_n = s + x N_n. Its stationary moments:
+        E[L]   = s / (1 - lambda x)
+        E[L^2] = (s^2 + (2 s + x) lambda x E[L]) / (1 - (lambda x)^2)
+    A Poisson arrival sees time averages (PASTA) and lands in an iteration picked in proportion to its length,
+    so it waits the residual E[L^2] / (2 E[L]) (renewal theory's residual life: Kleinrock, "Queueing Systems"
+    vol. 1, 1975, sec. 5.2; Cox, "Renewal Theory", 1962). With no arrivals it is half a step, the running
+    step's wait alone. inf when the prompts alone fill the GPU's time (lambda x >= 1)."""
+    if arrivals_per_s <= 0:
+        return step_s / 2, step_s
+    load = arrivals_per_s * prompt_s
+    if load >= 1:
+        return math.inf, math.inf
+    mean = step_s / (1 - load)
+    second = (step_s ** 2 + (2 * step_s + prompt_s) * load * mean) / (1 - load ** 2)
+    return second / (2 * mean), mean
+
+
+def prefill_wait_s(arrivals_per_s: float, prefill_s: float) -> float:
+    """Mean wait of a prompt for the prompts ahead of it when nothing else runs: an M/D/1 queue of prefills
+    (the Pollaczek-Khinchine mean wait, rho s / (2 (1 - rho)), rho = lambda s; Kleinrock vol. 1 sec. 5.5);
+    inf when the prefills fill the GPU's time."""
+    load = arrivals_per_s * prefill_s
+    if load <= 0:
+        return 0.0
+    return load * prefill_s / (2 * (1 - load)) if load < 1 else math.inf

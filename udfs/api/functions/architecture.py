@@ -9,8 +9,9 @@ from ...catalogs.engines import DEFAULT_ENGINE_TEXT, Engine
 from ...catalogs.resolve import engine as engine_profile
 from ..registry import Arg, worksheet
 from ...catalogs.resolve import require_own_layout
-from .common import (BATCH, CONTEXT, ENGINE, GPU, KV_PRECISION, MODEL, N_GPUS, PRECISION, PROMPT, SEQ_LEN, USABLE,
-                     positive, required)
+from ...errors import value_error
+from .common import (BATCH, CONTEXT, ENGINE, GPU, KV_PRECISION, MODEL, N_GPUS, OUTPUT, PRECISION, PROMPT, SEQ_LEN,
+                     USABLE, positive, required)
 
 @worksheet("PARAM_COUNT", "Parameter count of a catalog model: total, or active per token for mixture-of-experts "
            "as OpenAI and DeepSeek count it (the routed top-k and shared experts, attention, dense layers and the "
@@ -153,13 +154,26 @@ def prefill_tokens_per_sec(model, gpu, precision, prompt_tokens, batch, n_gpus, 
                                                             engine or None)
 
 
-@worksheet("TIME_TO_FIRST_TOKEN_MS", "Time to the first output token of requests arriving with nothing else running: "
-           "the prefill of their prompts (a batch of requests arriving together), whose last position gives the "
-           "first token: each chunk's products, attention, one read of the weights and the engine's fixed "
-           "time.", "ms", "Serving", [MODEL, GPU, PRECISION, PROMPT, BATCH, N_GPUS, ENGINE],
+@worksheet("TIME_TO_FIRST_TOKEN_MS", "Time to the first output token. With requests_per_minute blank: requests "
+           "arriving with nothing else running, the prefill of their prompts (a batch of requests arriving together), "
+           "whose last position gives the first token: each chunk's products, attention, one read of the weights "
+           "and the engine's fixed time. With requests_per_minute (one request at a time, arriving at random): the "
+           "mean at that steady load on one copy, where a request waits for the engine iteration in progress, "
+           "which may carry other prompts, and its own iteration decodes the requests in flight (Little's law: "
+           "rate x output_tokens x the iteration) and prefills the prompts that arrived with it; #NUM! when the "
+           "prefills alone need more than the GPUs' time.", "ms", "Serving",
+           [MODEL, GPU, PRECISION, PROMPT, BATCH, N_GPUS, ENGINE,
+            positive("requests_per_minute", "Requests per minute reaching this copy (blank: none, a lone request)",
+                     "requests/min", default=""), OUTPUT],
            examples=[(("LLaMA 7B", "A100", "fp16", 2048), 139.59), (("LLaMA 7B", "A100", "fp16", 128), 16.39)], kind="time")
-def time_to_first_token_ms(model, gpu, precision, prompt_tokens, batch, n_gpus, engine):
-    return capacity.time_to_first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, engine or None) * 1000
+def time_to_first_token_ms(model, gpu, precision, prompt_tokens, batch, n_gpus, engine, requests_per_minute,
+                           output_tokens):
+    if not requests_per_minute:
+        return capacity.time_to_first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, engine or None) * 1000
+    if batch != 1:
+        raise value_error("requests_per_minute is a rate of single requests: leave batch at 1")
+    return capacity.load_ttft(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, engine or None,
+                              rate=requests_per_minute / 60).ttft_s * 1000
 
 
 # total: what must fit (tensors at the peak + the CUDA context); allocated / reserved / device: what PyTorch's

@@ -58,10 +58,12 @@ def serving_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, m
 
 
 @worksheet("SERVING_LATENCY_MS", "Latency at SERVING_THROUGHPUT's operating point: tpot = time per output token "
-           "each request sees (the step, plus its share of the prefills), ttft = time to the first token (a "
-           "prompt's prefill plus one step of the running batch).", "ms", "Serving",
+           "each request sees (the step, plus its share of the prefills), ttft = the mean time to the first token "
+           "of a request arriving at that load (batch / (output x TPOT) requests a second): the wait for the "
+           "engine iteration in progress, which may carry other prompts, then its prefill in an iteration that "
+           "also decodes the running batch and prefills the prompts that arrived with it.", "ms", "Serving",
            SERVING_ARGS + [Arg("part", "choice", "tpot or ttft", choices=("tpot", "ttft"), default="tpot")],
-           examples=[(EXAMPLE, 28.17), (EXAMPLE + (1, "", "", "", "ttft"), 72.19)], kind="time")
+           examples=[(EXAMPLE, 28.17), (EXAMPLE + (1, "", "", "", "ttft"), 83.01)], kind="time")
 def serving_latency_ms(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
                        kv_precision, part):
     point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision)
