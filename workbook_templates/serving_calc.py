@@ -195,7 +195,7 @@ GN_KEY = 'SrvGpuName&"' + sf.SEP + '"&{c}{split}'     # the (GPU, group size) al
 
 
 # rows of the group block (label, key, formula with {c} = this column's letter, format)
-def _group_rows(prompt: str) -> list[tuple[str, str, str, str | None]]:
+def _group_rows(prompt: str, out: str) -> list[tuple[str, str, str | None, str | None]]:
     return [
         ("GPUs per model copy", "n", None, "0"),
         ("GPUs sharing one step", "split", 'IF(SrvMulti="tensor",{c}{n},1)', "0"),
@@ -220,16 +220,28 @@ def _group_rows(prompt: str) -> list[tuple[str, str, str, str | None]]:
         ("Prefill compute per request (s)", "prefill",
          guard("(SrvPrefillFlops/SrvFlops+SrvPrefillAttnFlops/SrvFlopsAttn)/{c}{split}+{c}{arlat}+{c}{artok}*"
                + prompt), SECONDS),
+        # a decode step's parts that do not depend on the batch, once: tpot_ms adds them up at a batch
+        ("Dense weights read per step (s)", "wread", guard("SrvDenseStream*SrvWidth/SrvBwWeights/{c}{split}"),
+         SECONDS),
+        ("Dense products per sequence (s)", "wflop", guard("2*SrvDense/SrvFlops/{c}{split}"), SECONDS),
+        ("Routed expert parameters read per touched expert, per MoE layer", "xparams",
+         'IF(SrvExperts>0,SrvPerExpert/SrvMoeLayers/{c}{split}*IF(SrvMoePar="expert",{c}{split},1),0)', "#,##0"),
+        ("Attention per sequence (s)", "attn",
+         guard("MAX(SrvKvValues*SrvKvWidth*SrvLtContext*{c}{repl}/{c}{split}/SrvBwKv,"
+               "4*SrvHeads*SrvHeadDim*SrvLtContext/{c}{split}/SrvFlops16)"), SECONDS),
+        ("Prefill share per sequence per step (s)", "pshare", guard("{c}{prefill}/" + out), SECONDS),
+        ("Time per running sequence per step (s)", "seqstep",
+         guard("{c}{attn}+{c}{artok}+{c}{seq}+{c}{pshare}"), SECONDS),
     ]
 
 
-def experts_s(batch: str, split: str) -> str:
+def experts_s(batch: str, split: str, params: str) -> str:
     """Seconds per GPU for the routed experts of a step (moe.expert_seconds and moe.routing_seconds): per MoE
-    layer, each touched expert's two GEMMs on their own roofline with the floor (a 1/n slice of every expert,
-    or E/n whole experts a GPU when the engine runs MoE layers expert-parallel), plus routing."""
+    layer, each touched expert's two GEMMs (`params` a GPU reads of each: a 1/n slice of every expert, or E/n
+    whole experts a GPU when the engine runs MoE layers expert-parallel) on their own roofline with the floor,
+    plus routing."""
     touched = f"SrvExperts*(1-(1-SrvTopK/SrvExperts)^{batch})"
     ep = f'IF(SrvMoePar="expert",{split},1)'          # expert parallel: E/n whole experts a GPU
-    params = f"SrvPerExpert/SrvMoeLayers/{split}*{ep}"
     rows = f"{batch}*SrvTopK/({touched})"
     gemm = [f"MAX({params}*{share}*SrvWidth/SrvBwWeights,2*{params}*{share}*{rows}/SrvFlops,SrvK_MoeFloorUs*0.000001)"
             for share in ("SrvGemmShare", "(1-SrvGemmShare)")]
@@ -242,20 +254,21 @@ def eager_s(batch: str) -> str:
     return f"IF(AND(SrvGraphCap>0,{batch}>SrvGraphCap),SrvLayers*SrvK_EagerUs*0.000001,0)"
 
 
-def tpot_ms(c: str, rows: dict[str, int], batch: str, out: str) -> str:
-    """TPOT (ms) at `batch` for the group in column `c` of the calculation sheet: one decode
-    step (weights, attention, all-reduce, fixed; a batch beyond the engine's CUDA-graph cap pays the eager
-    launches per layer; the CPU time per running sequence, vLLM V0's) plus this request's share of the prefills."""
+def weights_s(g: str, rows: dict[str, int], batch: str) -> str:
+    """Seconds per GPU of a step's products at `batch` for the group whose cells `g` prefixes: the dense weights
+    on their roofline, and the routed experts."""
+    return (f"MAX({g}{rows['wread']},{g}{rows['wflop']}*{batch})"
+            f"+{experts_s(batch, g + str(rows['split']), g + str(rows['xparams']))}")
+
+
+def tpot_ms(c: str, rows: dict[str, int], batch: str) -> str:
+    """TPOT (ms) at `batch` for the group in column `c` of the calculation sheet, from the group's rows: one decode
+    step (weights, then per running sequence its attention, all-reduce volume, CPU time (vLLM V0's) and share of
+    the prefills; the all-reduce latency and fixed time per step; a batch beyond the engine's CUDA-graph cap pays
+    the eager launches per layer)."""
     g = f"'{SHEET}'!${c}$"
-    split, repl = f"{g}{rows['split']}", f"{g}{rows['repl']}"
-    weights = (f"(MAX(SrvDenseStream*SrvWidth/SrvBwWeights,2*SrvDense*{batch}/SrvFlops)/{split}"
-               f"+{experts_s(batch, split)})")
-    attention = (f"MAX(SrvKvValues*SrvKvWidth*SrvLtContext*{batch}*{repl}/{split}/SrvBwKv,"
-                 f"4*SrvHeads*SrvHeadDim*SrvLtContext*{batch}/{split}/SrvFlops16)")
-    rest = (f"{g}{rows['arlat']}+{g}{rows['artok']}*{batch}+{g}{rows['fixed']}+{eager_s(batch)}"
-            f"+{batch}*{g}{rows['seq']}"
-            f"+{batch}*{g}{rows['prefill']}/{out}")
-    return guard(f"1000*({weights}+{attention}+{rest})")
+    return guard(f"1000*({weights_s(g, rows, batch)}+{g}{rows['arlat']}+{g}{rows['fixed']}+{eager_s(batch)}"
+                 f"+{batch}*{g}{rows['seqstep']})")
 
 
 LINK_MISSING, PEAK_MISSING = "no link rate in the catalog", "no tensor TFLOPS in the catalog"
@@ -297,11 +310,13 @@ def build(book: Book, inputs: Inputs) -> dict[str, C]:
         ws.cell(row=head, column=FIRST_GROUP_COL + j, value=plural(n, "GPU"))
     ws.cell(row=head, column=CHOSEN_COL, value="Kept")
     st.style_header_row(ws, head, 1, CHOSEN_COL)
-    spec = _group_rows(inputs.prompt.ref(SHEET, absolute=True))
+    spec = _group_rows(inputs.prompt.ref(SHEET, absolute=True), out)
     rows = {key: head + 1 + k for k, (_, key, _, _) in enumerate(spec)}
-    extra = ["tpot1", "found", "foundtps", "captps", "batch", "tpot", "tps", "copies", "gpus", "status", "usable_gpus"]
+    extra = ["tpot1", "found", "tpotfound", "foundtps", "tpotcap", "captps", "batch", "tpot", "tps", "copies", "gpus",
+             "status", "usable_gpus"]
     for k, key in enumerate(extra):
         rows[key] = head + 1 + len(spec) + k
+    assert len(rows) == len(spec) + len(extra), "a row key used twice"
     for (label, key, formula, fmt) in spec:
         r = rows[key]
         ws.cell(row=r, column=1, value=label)
@@ -310,19 +325,22 @@ def build(book: Book, inputs: Inputs) -> dict[str, C]:
             cell = ws.cell(row=r, column=FIRST_GROUP_COL + j)
             cell.value = n if formula is None else "=" + formula.format(c=c, **rows)
             st.style_output(cell, fmt)
-    search_rows = _search_sheet(book, rows, out)
+    search_rows = _search_sheet(book, rows)
     last_lo = f"'{SEARCH}'!{{c}}{search_rows['final']}"
+    below_cap = "AND(SrvGraphCap>0,SrvGraphCap<{c}{found})"
     group = [
-        ("TPOT at batch 1 (ms)", "tpot1", tpot_ms("{c}", rows, "1", out), st.MS),
+        ("TPOT at batch 1 (ms)", "tpot1", tpot_ms("{c}", rows, "1"), st.MS),
         ("Largest batch within limit and TPOT target", "found", last_lo, "#,##0"),
-        ("Throughput at that batch (output tokens/s)", "foundtps",
-         'IFERROR({c}{found}/(' + tpot_ms("{c}", rows, "{c}{found}", out) + '/1000),0)', "#,##0"),
+        ("TPOT at that batch (ms)", "tpotfound", tpot_ms("{c}", rows, "{c}{found}"), st.MS),
+        ("Throughput at that batch (output tokens/s)", "foundtps", "IFERROR({c}{found}/({c}{tpotfound}/1000),0)",
+         "#,##0"),
+        ("TPOT at the CUDA-graph cap below it (ms; -: none)", "tpotcap",
+         f'IF({below_cap},{tpot_ms("{c}", rows, "SrvGraphCap")},"-")', st.MS),
         ("Throughput at the CUDA-graph cap below it (output tokens/s; 0: none)", "captps",
-         'IF(AND(SrvGraphCap>0,SrvGraphCap<{c}{found}),IFERROR(SrvGraphCap/('
-         + tpot_ms("{c}", rows, "SrvGraphCap", out) + '/1000),0),0)', "#,##0"),
+         f"IF({below_cap},IFERROR(SrvGraphCap/({{c}}{{tpotcap}}/1000),0),0)", "#,##0"),
         ("Batch (the better of the two: capacity._graph_cap)", "batch",
          "IF({c}{captps}>{c}{foundtps},SrvGraphCap,{c}{found})", "#,##0"),
-        ("TPOT at that batch (ms)", "tpot", tpot_ms("{c}", rows, "{c}{batch}", out), st.MS),
+        ("TPOT at that batch (ms)", "tpot", "IF({c}{captps}>{c}{foundtps},{c}{tpotcap},{c}{tpotfound})", st.MS),
         ("Throughput per copy (output tokens/s)", "tps", 'IF(ISNUMBER({c}{tpot}),{c}{batch}/({c}{tpot}/1000),"n/a")',
          "#,##0"),
         ("Copies the traffic needs", "copies",
@@ -365,7 +383,7 @@ def build(book: Book, inputs: Inputs) -> dict[str, C]:
             f'IF(${col(CHOSEN_COL)}${rows["batch"]}<${col(CHOSEN_COL)}${rows["limit"]},"TPOT target",'
             f'IF(AND(SrvCap>0,${col(CHOSEN_COL)}${rows["fits"]}>SrvCap),"engine batch cap","KV cache")))')
     kept = {k: C(SHEET, f"{col(CHOSEN_COL)}{r}", number=True) for k, r in rows.items()}
-    first_candidate = _candidates(s, rows, out)
+    first_candidate = _candidates(s, rows)
     _curve_sheet(book, rows, first_candidate)
     st.set_widths(ws, {"A": 36, "B": 13.5, **{col(c): 11.5 for c in range(3, 12)}})   # prints one page wide at >= 8 pt
     ws.freeze_panes = "B4"
@@ -378,7 +396,7 @@ def _named_cell(book: Book, name: str) -> str:
     return book.wb.defined_names[name].attr_text.split("!")[-1].replace("$", "")
 
 
-def _search_sheet(book: Book, rows: dict[str, int], out: str) -> dict[str, int]:
+def _search_sheet(book: Book, rows: dict[str, int]) -> dict[str, int]:
     """Bisection for the largest batch in [1, limit] whose TPOT meets the target (capacity._largest):
     per step, the batch tried, its TPOT, and the range still open."""
     ws = book.wb.create_sheet(SEARCH)
@@ -413,7 +431,7 @@ def _search_sheet(book: Book, rows: dict[str, int], out: str) -> dict[str, int]:
         for j in range(len(GROUPS)):
             c = col(FIRST_GROUP_COL + j)
             mid, tp = f"{c}{r}", f"{c}{r + 1}"
-            cells = [f"INT(({c}{lo_row}+{c}{hi_row}+1)/2)", tpot_ms(c, rows, mid, out),
+            cells = [f"INT(({c}{lo_row}+{c}{hi_row}+1)/2)", tpot_ms(c, rows, mid),
                      f"IF({tp}<=SrvTarget,{mid},{c}{lo_row})", f"IF({tp}<=SrvTarget,{c}{hi_row},{mid}-1)"]
             for k, f in enumerate(cells):
                 cell = ws.cell(row=r + k, column=FIRST_GROUP_COL + j, value="=" + f)
@@ -436,7 +454,7 @@ CANDIDATE_HEADERS = ["Batch", "Within the limit?", "Weights (ms)", "Attention (m
                      "Meets the TPOT target?"]
 
 
-def _candidates(s: Sheet, rows: dict[str, int], out: str) -> int:
+def _candidates(s: Sheet, rows: dict[str, int]) -> int:
     """Candidate batches at the kept group: the step time by operation, TPOT and throughput.
     Returns the row of the first candidate (the kept batch is the row after the last)."""
     ws = s.ws
@@ -454,14 +472,10 @@ def _candidates(s: Sheet, rows: dict[str, int], out: str) -> int:
         ws.cell(row=r, column=1, value=int(b) if b.isdigit() else b)
         st.style_output(ws.cell(row=r, column=1), "#,##0", key=not b.isdigit())
         a = f"$A{r}"
-        weights = (f"1000*(MAX(SrvDenseStream*SrvWidth/SrvBwWeights,2*SrvDense*{a}/SrvFlops)/{kept['split']}"
-                   f"+{experts_s(a, kept['split'])})")
-        attention = (f"1000*MAX(SrvKvValues*SrvKvWidth*SrvLtContext*{a}*{kept['repl']}/{kept['split']}/SrvBwKv,"
-                     f"4*SrvHeads*SrvHeadDim*SrvLtContext*{a}/{kept['split']}/SrvFlops16)")
-        cells = [f'IF({a}<={kept["limit"]},"yes","no")', guard(weights), guard(attention),
-                 f"1000*({kept['arlat']}+{kept['artok']}*{a})",
+        cells = [f'IF({a}<={kept["limit"]},"yes","no")', guard(f"1000*({weights_s(k, rows, a)})"),
+                 guard(f"1000*{a}*{kept['attn']}"), f"1000*({kept['arlat']}+{kept['artok']}*{a})",
                  f"1000*({kept['fixed']}+{eager_s(a)}+{a}*{kept['seq']})", guard(f"SUM(C{r}:F{r})"),
-                 guard(f"1000*{a}*{kept['prefill']}/{out}"), guard(f"G{r}+H{r}"), guard(f"{a}/(I{r}/1000)"),
+                 guard(f"1000*{a}*{kept['pshare']}"), guard(f"G{r}+H{r}"), guard(f"{a}/(I{r}/1000)"),
                  f'IF(I{r}<=SrvTarget,"yes","no")']
         fmts = [None, st.MS, st.MS, st.MS, st.MS, st.MS, st.MS, st.MS, "#,##0", None]
         for j, (f, fmt) in enumerate(zip(cells, fmts), start=2):
