@@ -96,3 +96,73 @@ def test_a_run_that_does_not_fit_is_refused_with_the_figures():
     with pytest.raises(FlopsheetError) as info:
         batch_run.run(catalog.model("Llama 3.1 405B"), H100, "bf16", 10, 512, 128, 1, VLLM)
     assert info.value.code == "#NUM!" and "does not fit" in info.value.message
+
+
+def test_a_job_far_larger_than_the_simulated_part_matches_the_full_simulation(monkeypatch):
+    """A run of more than SIMULATED_PER_SLOT x the cap adds its middle at the full batch instead of simulating
+    it: within 0.2% of simulating every request (60 requests a slot)."""
+    n = 60 * 710
+    short = batch_run.run(L8, H100, "bf16", n, 512, 256, 1, VLLM, max_output_tokens=1024)
+    monkeypatch.setattr(batch_run, "SIMULATED_PER_SLOT", 10**9)
+    full = batch_run.run(L8, H100, "bf16", n, 512, 256, 1, VLLM, max_output_tokens=1024)
+    assert short.batch == full.batch == 710
+    assert short.seconds == pytest.approx(full.seconds, rel=2e-3)
+    assert short.output_tokens == pytest.approx(full.output_tokens, rel=1e-3)
+
+
+# --- the worksheet functions (udfs/api/functions/batch.py)
+
+JOB = ("Llama 3.1 8B", "H100 SXM")
+
+
+def _call(name, *args):
+    from udfs.api import registry
+    return registry.call(name, *args)
+
+
+def test_a_huge_job_takes_its_tokens_over_the_steady_throughput():
+    """10 million requests: requests x output tokens / SERVING_THROUGHPUT (the same engine's default, TensorRT-LLM
+    on an H100, whose batch is its cap), within half a percent: a request's first token comes from its prefill,
+    so a batch run decodes 255 steps of a 256-token answer where the steady state counts 256."""
+    hours = _call("BATCH_JOB_HOURS", *JOB, 10**7, 1024, 256)
+    steady = _call("SERVING_THROUGHPUT", *JOB, "bf16", 1024, 256)
+    assert hours == pytest.approx(10**7 * 256 / steady / 3600, rel=5e-3)
+    assert hours < 10**7 * 256 / steady / 3600
+
+
+def test_a_small_job_is_mostly_its_tail():
+    """1,000 requests whose answers spread up to 2,048 tokens (mean 256) take longer than with every answer 256
+    long: the longest answers' last steps run at a small batch (tail_hours), most of the difference."""
+    even = _call("BATCH_JOB_HOURS", *JOB, 1000, 1024, 256)
+    spread = _call("BATCH_JOB_HOURS", *JOB, 1000, 1024, 256, 2048)
+    tail = _call("BATCH_JOB_HOURS", *JOB, 1000, 1024, 256, 2048, "bf16", 1, 1, "", "", "tail_hours")
+    assert spread > even and tail > 0.5 * (spread - even)
+
+
+def test_gpu_hours_and_cost_count_every_gpu_of_every_copy():
+    hours = _call("BATCH_JOB_HOURS", "Llama 3.3 70B", "H100 SXM", 40000, 1024, 256, "", "fp8", 2, 4)
+    gpu_hours = _call("BATCH_JOB_HOURS", "Llama 3.3 70B", "H100 SXM", 40000, 1024, 256, "", "fp8", 2, 4, "", "",
+                      "gpu_hours")
+    one_copy = _call("BATCH_JOB_HOURS", "Llama 3.3 70B", "H100 SXM", 10000, 1024, 256, "", "fp8", 2)
+    assert gpu_hours == pytest.approx(hours * 8) and hours == pytest.approx(one_copy)
+    cost = _call("BATCH_JOB_COST", 2.5, "Llama 3.3 70B", "H100 SXM", 40000, 1024, 256, "", "fp8", 2, 4)
+    assert cost == pytest.approx(2.5 * gpu_hours)
+
+
+@pytest.mark.parametrize("args,code", [
+    ((0, 1024, 256), "#NUM!"),                       # no requests
+    ((1.5, 1024, 256), "#NUM!"),                     # not a whole number
+    (("many", 1024, 256), "#VALUE!"),
+    ((10, 1024, 256, 100), "#NUM!"),                 # longest answer below the mean
+    ((10, 1024, 256, "", "bf16", 1, 0), "#NUM!"),    # no copies
+])
+def test_bad_job_input_is_a_clear_excel_error(args, code):
+    with pytest.raises(FlopsheetError) as info:
+        _call("BATCH_JOB_HOURS", *JOB, *args)
+    assert info.value.code == code and info.value.message
+
+
+def test_a_job_that_does_not_fit_says_by_how_much():
+    with pytest.raises(FlopsheetError) as info:
+        _call("BATCH_JOB_HOURS", "Llama 3.1 405B", "H100 SXM", 10)
+    assert info.value.code == "#NUM!" and "does not fit" in info.value.message
