@@ -222,3 +222,25 @@ def test_expert_parallel_with_data_parallel_attention():
     dense = resolve.model("Llama 3.3 70B")
     assert capacity.decode_step(dense, gpu, "fp8", 64, 2048, 8, eng=dp) == \
         capacity.decode_step(dense, gpu, "fp8", 64, 2048, 8, eng=tp)
+
+
+def test_mla_decode_attention_runs_on_the_absorbed_latent():
+    """DeepSeek-R1's decode attention, as FlashMLA counts it: 2 x heads x context x (d_k + d_v) FLOPs per layer with
+    d_k = latent + RoPE key and d_v = latent (the config's kv_lora_rank and qk_rope_dim), not 2 x the head size; at a
+    large batch the step's attention is those FLOPs at the 16-bit rate (compute-bound). A GQA model keeps 2 x its
+    head size."""
+    from dataclasses import replace
+    from udfs.catalogs import engines
+    from udfs.physics import arch
+    from udfs.physics.shape import kv_layer_tokens
+    ds, llama = catalog.model("DeepSeek-R1"), catalog.model("Llama 3.1 8B")
+    assert arch.decode_attention_width(ds) == 2 * ds.kv_lora_rank + ds.qk_rope_dim > 2 * ds.head_size
+    assert arch.decode_attention_width(llama) == 2 * llama.head_size
+    gpu = catalog.gpu("B200")
+    eng = replace(engines.engine("TensorRT-LLM", gpu), moe_parallel="expert_dp")
+    batch, context = 2048, 3000
+    step = capacity.decode_step(ds, gpu, "fp4", batch, context, 8, "fp8", eng)
+    d_k, d_v = ds.kv_lora_rank + ds.qk_rope_dim, ds.kv_lora_rank
+    flops = 2 * ds.dim("heads") * (d_k + d_v) * kv_layer_tokens(ds, context) * batch / 8     # layers x context
+    rate = capacity._decode_flops(gpu, None, eng, batch)
+    assert step.attention == pytest.approx(flops / rate)

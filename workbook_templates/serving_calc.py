@@ -94,6 +94,7 @@ def _figures(s: Sheet, i: Inputs):
         s.value(name, label, f"IF({num},0,INDEX(Shape_{key},SrvShapeRow))", "none for a bare count", "#,##0")
     for name, label, key in (("SrvLayers", "Layers", "layers"), ("SrvHidden", "Hidden size", "hidden"),
                              ("SrvHeads", "Attention heads", "heads"), ("SrvHeadDim", "Head size", "head_dim"),
+                             ("SrvAttnWidth", "Key + value width per head in decode", "attn_width"),
                              ("SrvKvValues", "KV values per token per layer", "kv_values"),
                              ("SrvKvHeads", "KV heads", "kv_heads"), ("SrvMla", "Latent KV (MLA): 1", "mla"),
                              ("SrvGlobal", "Layers caching the whole context", "global_layers"),
@@ -228,7 +229,7 @@ def _group_rows(prompt: str, out: str) -> list[tuple[str, str, str | None, str |
          'IF(SrvExperts>0,SrvPerExpert/SrvMoeLayers/{c}{split}*IF(SrvMoePar="expert",{c}{split},1),0)', "#,##0"),
         ("Attention per sequence (s)", "attn",
          guard("MAX(SrvKvValues*SrvKvWidth*SrvLtContext*{c}{repl}/{c}{split}/SrvBwKv,"
-               "4*SrvHeads*SrvHeadDim*SrvLtContext/{c}{split}/SrvFlops16)"), SECONDS),
+               "2*SrvHeads*SrvAttnWidth*SrvLtContext/{c}{split}/SrvFlops16)"), SECONDS),
         ("Prefill share per sequence per step (s)", "pshare", guard("{c}{prefill}/" + out), SECONDS),
         ("Time per running sequence per step (s)", "seqstep",
          guard("{c}{attn}+{c}{artok}+{c}{seq}+{c}{pshare}"), SECONDS),

@@ -38,6 +38,19 @@ def kv_bytes_per_layer_token(model: Model, kv_precision: Precision | str = "bf16
     return 2 * model.kv_head_count * model.head_size * width
 
 
+def decode_attention_width(model: Model) -> float:
+    """Per head, the key and value widths a decode step multiplies each cached token by (d_k + d_v): its
+    attention does 2 x heads x (d_k + d_v) FLOPs per cached token per layer. 2 x the head size for multi-head and
+    grouped-query attention. Multi-head latent attention decodes on the cached latent itself, the key and value
+    up-projections absorbed into the query and output (DeepSeek-V2, arXiv:2405.04434, section 2.1.3): d_k = the
+    latent plus the RoPE key (512 + 64 = 576), d_v = the latent (512), as FlashMLA's kernels take them
+    (deepseek-ai/FlashMLA, docs/20250422-new-kernel-deep-dive.md: 2 h_q s_k (d_k + d_v) FLOPs, compute-bound at
+    128 heads), 4.25x DeepSeek-R1's 2 x 128."""
+    if model.kv_lora_rank:
+        return 2 * model.kv_lora_rank + (model.qk_rope_dim or 0)
+    return 2 * model.head_size
+
+
 def kv_bytes_per_token(model: Model, kv_precision: Precision | str = "bf16") -> float:
     """Bytes of KV cache one token adds to one sequence, over all layers (while the context
     is inside every local layer's window)."""

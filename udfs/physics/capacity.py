@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from . import calibration as cal
 from . import collectives, defaults, moe, queueing, serving
-from .arch import kv_cache_bytes
+from .arch import decode_attention_width, kv_cache_bytes
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..catalogs.engines import Engine, engine as engine_profile
 from ..errors import FlopsheetError, MissingFigure, num_error
@@ -211,7 +211,7 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
     # KV cache by attention layout: global layers read the whole context, local (sliding or
     # chunked) layers at most their window; MLA one latent vector (arch.kv_cache_bytes)
     kv_bytes = kv_cache_bytes(model, context, batch, kv_precision) * kv_share(model, n_gpus, eng) * n_gpus / split
-    attn_flops = 4 * model.dim("heads") * model.head_size * kv_layer_tokens(model, context) * batch / split
+    attn_flops = 2 * model.dim("heads") * decode_attention_width(model) * kv_layer_tokens(model, context) * batch / split
     attn_rate = _decode_flops(gpu, None, eng, batch)
     attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / attn_rate)
     links = _exchange_s(model, gpu, tp, batch / stages, eng) + _stage_hops_s(model, batch / stages, stages)
