@@ -12,7 +12,7 @@ import pytest
 
 from udfs.api import registry
 from udfs.catalogs import catalog
-from udfs.physics import lesson
+from udfs.physics import lesson, training
 from udfs.planning import picker, report_model, scenario
 from udfs.errors import FlopsheetError
 
@@ -197,6 +197,27 @@ def test_training_hours_with_n_gpus_are_the_mfu_at_n_gpus_and_grow_with_the_all_
     cell = registry.call("TRAINING_MFU", gpu, model, "bf16", "run")
     assert whole == pytest.approx(flops / (peak * cell) / 3600, rel=1e-9)
     assert registry.call("TRAINING_DAYS", model, tokens, gpu, 64) == pytest.approx(whole / 64 / 24, rel=1e-9)
+
+
+@pytest.mark.parametrize("n_gpus", ["", 64, 512])
+@pytest.mark.parametrize("method", ["full", "lora", "qlora"])
+def test_the_four_training_functions_answer_one_job_the_same_way_for_each_method(method, n_gpus):
+    """TRAINING_COST is TRAINING_GPU_HOURS x the rate, TRAINING_DAYS (all_reduce) the hours / n / 24, and the hours are
+    the method's FLOPs at TRAINING_MFU's figure for the same method (on n GPUs its scale-out: a full job's gradient
+    all-reduce, a LoRA / QLoRA job's adapter traffic), for each method."""
+    model, tokens, gpu, rate = "Llama 3 70B", 1e9, "H100 SXM", 2.5
+    hours = registry.call("TRAINING_GPU_HOURS", model, tokens, gpu, "", "bf16", "point", "steady", n_gpus, method)
+    cost = registry.call("TRAINING_COST", model, tokens, gpu, rate, "", "bf16", "steady", n_gpus, method)
+    assert cost == pytest.approx(rate * hours, rel=1e-12)
+    mfu = registry.call("TRAINING_MFU", gpu, model, "bf16", "steady", "mfu", n_gpus, method)
+    peak = catalog.gpu(gpu).tensor_peak("bf16", "a test", weight_only=False).tflops * 1e12
+    flops = training.method_flops(method) * catalog.model(model).active * tokens
+    assert hours == pytest.approx(flops / (peak * mfu) / 3600, rel=1e-9)
+    if n_gpus:
+        days = registry.call("TRAINING_DAYS", model, tokens, gpu, n_gpus, "", "bf16", "steady", True, method)
+        assert days == pytest.approx(hours / n_gpus / 24, rel=1e-12)
+        full = registry.call("TRAINING_MFU", gpu, model, "bf16", "steady", "mfu", n_gpus, "full")
+        assert (mfu != pytest.approx(full, rel=1e-6)) == (method != "full")     # the method's own traffic
 
 
 @pytest.mark.parametrize("kind,model,tokens,precision,deadline", [TRAINING[0], TRAINING[2], TRAINING[4]],

@@ -66,20 +66,21 @@ def fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus: in
            "fallback (nearest size, other scope x goodput, nearest generation, MoE factor) that part = basis "
            "names. With n_gpus: the "
            "MFU of the job on that many GPUs as GPU_RANK sizes it (steady-state x goodput for scope run, x the "
-           "share of the time left by the gradient all-reduce, which part = scale_out gives).", "fraction of peak",
+           "share of the time left by the gradient all-reduce, or a LoRA / QLoRA job's adapter traffic: method, which "
+           "part = scale_out gives).", "fraction of peak",
            "Training",
            [GPU, MODEL_OR_PARAMS, PRECISION, SCOPE,
             Arg("part", "choice", "mfu (default): the figure; basis: the cell or fallback it comes from; "
                 "scale_out: the share of the time computing at n_gpus (1 with n_gpus blank)",
-                choices=("mfu", "basis", "scale_out"), default="mfu"), ON_GPUS],
+                choices=("mfu", "basis", "scale_out"), default="mfu"), ON_GPUS, METHOD],
            examples=[(("A100", "Llama 2 7B"), 0.3839), (("H100", 70e9, "bf16", "steady"), 0.4151)],
            kind="fraction")
-def training_mfu(gpu, model_or_params, precision, scope, part, n_gpus):
+def training_mfu(gpu, model_or_params, precision, scope, part, n_gpus, method):
     if not n_gpus:
         found = efficiency(model_or_params, gpu, precision, scope)
         return {"mfu": found.mfu, "basis": found.basis, "scale_out": 1.0}[part]
     efficiency(model_or_params, gpu, precision, scope)          # no tensor units: the error, first
-    run = training.on_cluster(resolve.model(model_or_params), gpu, 1.0, n_gpus, precision, scope)
+    run = training.on_cluster(resolve.model(model_or_params), gpu, 1.0, n_gpus, precision, scope, method=method)
     return {"mfu": run.mfu.mfu * run.scale_out, "basis": run.basis(), "scale_out": run.scale_out}[part]
 
 
@@ -100,7 +101,7 @@ def training_flops(model_or_params, tokens, full_recompute):
            [MODEL_OR_PARAMS, TOKENS, GPU, MFU, PRECISION, ESTIMATE, SCOPE, ON_GPUS, METHOD],
            examples=[(("Llama 2 7B", 2e12, "A100"), 187_527), ((7e9, 1e12, "H100", 0.5), 23_581)],
            formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600', kind="time")
-def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision, estimate, scope, n_gpus, method="full"):
+def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision, estimate, scope, n_gpus, method):
     hours = fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus, True, method)
     if estimate == "point":
         return hours
@@ -120,19 +121,19 @@ def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision, estimate, s
                 "(x TRAINING_GOODPUT for scope run) and the gradient all-reduce at n_gpus", default=False), METHOD],
            examples=[((7e9, 1e12, "H100", 512, 0.5), 1.9190)],
            formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600/{n_gpus}/24', kind="time")
-def training_days(model_or_params, tokens, gpu, n_gpus, mfu, precision, scope, all_reduce, method="full"):
+def training_days(model_or_params, tokens, gpu, n_gpus, mfu, precision, scope, all_reduce, method):
     return fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus, all_reduce, method) / n_gpus / 24
 
 
 @worksheet("TRAINING_COST", "Cost to train: GPU-hours x price per GPU-hour (whole-run GPU-hours by default: scope; "
            "on n_gpus as GPU_RANK sizes them with n_gpus: TRAINING_GPU_HOURS).",
            "$", "Training",
-           [MODEL_OR_PARAMS, TOKENS, GPU, USD_PER_GPU_HOUR, MFU, PRECISION, SCOPE, ON_GPUS],
+           [MODEL_OR_PARAMS, TOKENS, GPU, USD_PER_GPU_HOUR, MFU, PRECISION, SCOPE, ON_GPUS, METHOD],
            examples=[((7e9, 1e12, "H100", 2.0, 0.5), 47_162)],
            formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600*{usd_per_gpu_hour}',
            kind="money")
-def training_cost(model_or_params, tokens, gpu, usd_per_gpu_hour, mfu, precision, scope, n_gpus):
-    return fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus, on_n_gpus=True) * usd_per_gpu_hour
+def training_cost(model_or_params, tokens, gpu, usd_per_gpu_hour, mfu, precision, scope, n_gpus, method):
+    return fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus, True, method) * usd_per_gpu_hour
 
 
 @worksheet("SPEEDUP", "Speed of a GPU relative to a baseline from the catalog: dense BF16 tensor throughput "

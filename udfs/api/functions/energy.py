@@ -74,7 +74,7 @@ def carbon_per_1m_tokens_kg(model, gpu, region, precision, prompt_tokens, output
 
 
 def _training_kwh(model_or_params, tokens, gpu, mfu, precision, power_w, pue, n_gpus) -> float:
-    hours = training_gpu_hours(model_or_params, tokens, gpu, mfu, precision, "point", "run", n_gpus)   # held all run
+    hours = training_gpu_hours(model_or_params, tokens, gpu, mfu, precision, "point", "run", n_gpus, "full")  # held all run
     return energy.training_kwh(hours, energy.power_per_gpu_w(gpu, power_w or None, "a training run's energy"), pue)
 
 
