@@ -106,3 +106,38 @@ def test_default_name_from_folder_or_name_or_path(tmp_path):
     (folder / "config.json").write_text(json.dumps({"model_type": "llama"}))
     assert hf_config.default_name({}, folder / "config.json") == "Acme-8B"
     assert hf_config.default_name({"_name_or_path": "org/Acme-9B"}, folder / "config.json") == "Acme-9B"
+
+
+# ------------------------------------------------------------------ a checkpoint's own formats
+
+def test_gpt_oss_quantization_config_keeps_its_parts_at_16_bits():
+    # config.json: quant_method mxfp4, modules_to_not_convert self_attn, mlp.router, embed_tokens, lm_head
+    row = _row("gpt-oss-120b")
+    assert row["quant_format"] == "mxfp4"
+    assert set(row["quant_keep"]) == {"attention", "router", "embeddings", "head"}
+
+
+def test_gpt_oss_weights_match_the_published_checkpoint():
+    # Model card (arXiv:2508.10925, Table 1): checkpoint sizes 60.8 GiB (120b) and 12.8 GiB (20b), MXFP4 experts
+    # and BF16 for the rest. Counted all at MXFP4 the 120b came to 57.8 GiB.
+    from udfs.catalogs import catalog
+    from udfs.physics import arch
+    for fixture, gib in (("gpt-oss-120b", 60.8), ("gpt-oss-20b", 12.8)):
+        model = catalog.model_from_row(_row(fixture))
+        assert arch.weight_bytes(model, "mxfp4") / 2**30 == pytest.approx(gib, rel=0.005)
+        # another precision asked means every weight in it (a model requantized whole)
+        assert arch.weight_bytes(model, "bf16") == model.total_params * 2
+
+
+def test_unplaced_unconverted_module_is_refused(tmp_path):
+    config = json.loads((CONFIGS / "gpt-oss-20b.json").read_text())
+    config["quantization_config"]["modules_to_not_convert"].append("model.layers.*.mlp.experts")
+    with pytest.raises(FlopsheetError, match="mlp.experts"):
+        hf_config.model_row(config, "x", "x")
+
+
+def test_quant_method_without_a_catalog_format_counts_as_before():
+    config = json.loads((CONFIGS / "gpt-oss-20b.json").read_text())
+    config["quantization_config"]["quant_method"] = "some-new-method"
+    row = hf_config.model_row(config, "x", "x")
+    assert not row.get("quant_format") and not row.get("quant_keep")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from openpyxl.chart import Reference, ScatterChart, Series
 
-from udfs.physics import capacity
+from udfs.physics import capacity, defaults
 from udfs.words import plural
 
 from . import serving_figures as sf
@@ -87,6 +87,11 @@ def _figures(s: Sheet, i: Inputs):
                              ("SrvDense", "... of which outside routed experts", "dense"),
                              ("SrvDenseStream", "Parameters read per step outside experts", "dense_stream")):
         s.value(name, label, f"IF({num},{model}-SrvLookup,INDEX(Shape_{key},SrvShapeRow))", "", st.PARAMS)
+    own = f"INDEX(Shape_quant_format,SrvShapeRow)={prec}"       # served in the checkpoint's own format
+    for name, label, key in (("SrvUnconv", "Parameters kept at 16 bits (a quantized checkpoint in its own format)",
+                              "kept"), ("SrvUnconvStream", "... of which read per step", "kept_stream")):
+        s.value(name, label, f"IF({num},0,IF({own},INDEX(Shape_{key},SrvShapeRow),0))",
+                "arch.kept_params: the parts its quantization_config leaves unconverted", st.PARAMS)
     for name, label, key in (("SrvPerExpert", "Parameters per routed expert", "per_expert"),
                              ("SrvExperts", "Routed experts", "experts"), ("SrvTopK", "Experts per token", "top_k"),
                              ("SrvMoeLayers", "MoE layers", "moe_layers"),
@@ -147,6 +152,13 @@ def _figures(s: Sheet, i: Inputs):
     s.section("Number formats (Precisions sheet; Serving figures)")
     s.value("SrvWidth", "Bytes per weight", f"INDEX(CatPrecision_bytes_per_param,MATCH({prec},CatPrecisionNames,0))",
             "", "0.000")
+    s.value("SrvUnconvWidth", "Bytes per weight kept at 16 bits",
+            f'INDEX(CatPrecision_bytes_per_param,MATCH("{defaults.KEPT_PRECISION}",CatPrecisionNames,0))',
+            "defaults.KEPT_PRECISION", "0.000")
+    s.value("SrvWeightBytes", "Weight bytes in memory", "SrvParams*SrvWidth+SrvUnconv*(SrvUnconvWidth-SrvWidth)",
+            "arch.weight_bytes", "#,##0")
+    s.value("SrvDenseBytes", "Weight bytes read per step outside experts",
+            "SrvDenseStream*SrvWidth+SrvUnconvStream*(SrvUnconvWidth-SrvWidth)", "serving.streamed_bytes", "#,##0")
     pair = f'MATCH({gpu}&"{sf.SEP}"&{prec},GP_keys,0)'
     s.value("SrvBits", "Products run on units of (bits)", f"INDEX(GP_bits,{pair})", "", "0")
     s.value("SrvQuantized", "Weights dequantised to 16-bit (1: yes)", f"INDEX(GP_weight_only,{pair})", "", "0")
@@ -202,7 +214,7 @@ def _group_rows(prompt: str, out: str) -> list[tuple[str, str, str | None, str |
         ("GPUs sharing one step", "split", 'IF(SrvMulti="tensor",{c}{n},1)', "0"),
         ("KV replication (GPUs beyond the KV heads)", "repl", "IF(SrvMla=1,{c}{split},MAX(1,{c}{split}/SrvKvHeads))",
          "0.00"),
-        ("Weights per GPU (GiB)", "wgib", "SrvParams*SrvWidth/{c}{n}/SrvK_GiB", st.GB),
+        ("Weights per GPU (GiB)", "wgib", "SrvWeightBytes/{c}{n}/SrvK_GiB", st.GB),
         ("Memory the engine uses (GiB)", "usable", 'SrvMemory*IF(SrvMemRule="total",SrvMemFrac,1)', st.GB),
         ("Left after weights and reserve (GiB)", "left", "{c}{usable}-{c}{wgib}-SrvReserve", st.GB),
         ("KV budget (GiB)", "budget", 'MAX(0,{c}{left})*IF(SrvMemRule="free",SrvMemFrac,1)', st.GB),
@@ -222,7 +234,7 @@ def _group_rows(prompt: str, out: str) -> list[tuple[str, str, str | None, str |
          guard("(SrvPrefillFlops/SrvFlops+SrvPrefillAttnFlops/SrvFlopsAttn)/{c}{split}+{c}{arlat}+{c}{artok}*"
                + prompt), SECONDS),
         # a decode step's parts that do not depend on the batch, once: tpot_ms adds them up at a batch
-        ("Dense weights read per step (s)", "wread", guard("SrvDenseStream*SrvWidth/SrvBwWeights/{c}{split}"),
+        ("Dense weights read per step (s)", "wread", guard("SrvDenseBytes/SrvBwWeights/{c}{split}"),
          SECONDS),
         ("Dense products per sequence (s)", "wflop", guard("2*SrvDense/SrvFlops/{c}{split}"), SECONDS),
         ("Routed expert parameters read per touched expert, per MoE layer", "xparams",

@@ -12,7 +12,7 @@ from itertools import pairwise
 from udfs.catalogs import catalog, engines, resolve
 from udfs.errors import FlopsheetError
 from udfs.physics import calibration as cal
-from udfs.physics import capacity, collectives, moe, serving, shape
+from udfs.physics import arch, capacity, collectives, moe, serving, shape
 from udfs.physics.arch import decode_attention_width, kv_bytes_per_layer_token
 from udfs.units import GIB, TB, TERA
 
@@ -50,6 +50,10 @@ SHAPE_COLUMNS = [
     ("dense", "... of which outside routed experts", lambda m: capacity._matmul_params(m)
      - moe.routed(m)[2] * moe.routed(m)[0], st.PARAMS),
     ("dense_stream", "Parameters read per step outside experts", lambda m: serving.streamed_params(m, 0), st.PARAMS),
+    ("quant_format", "The checkpoint's own format (blank: none)", lambda m: m.quant_format or None, None),
+    ("kept", "Parameters it keeps at 16 bits in that format", lambda m: m.kept_params, st.PARAMS),
+    ("kept_stream", "... of which read per step", lambda m: arch.kept_streamed(m, m.quant_format)
+     if m.quant_format else 0, st.PARAMS),
     ("per_expert", "Parameters per routed expert", lambda m: moe.routed(m)[0], st.PARAMS),
     ("experts", "Routed experts", lambda m: moe.routed(m)[1], "0"),
     ("top_k", "Experts per token", lambda m: moe.routed(m)[2], "0"),
@@ -107,6 +111,11 @@ def _name_column(book: Book, sheet: str, name: str, column: int, first: int, las
     book.define(name, f"'{sheet}'!${col(column)}${first}:${col(column)}${last}")
 
 
+def _figure(value):
+    """A shape figure as a number; a name (the checkpoint's format) or blank as it is."""
+    return value if value is None or isinstance(value, str) else float(value)
+
+
 def shapes_sheet(book: Book):
     """One row per catalog model: the shape figures the serving model reads."""
     ws = book.wb.create_sheet(SHAPES)
@@ -116,7 +125,7 @@ def shapes_sheet(book: Book):
     _header(ws, 2, ["Model"] + [h for _, h, _, _ in SHAPE_COLUMNS] + ["Layout", "As of"])
     models = [resolve.model(m) for m in catalog.models()]
     for r, m in enumerate(models, start=3):
-        _fill(ws, r, [m.name] + [float(fn(m)) for _, _, fn, _ in SHAPE_COLUMNS] + [m.layout_from or "own", m.as_of],
+        _fill(ws, r, [m.name] + [_figure(fn(m)) for _, _, fn, _ in SHAPE_COLUMNS] + [m.layout_from or "own", m.as_of],
               [None] + [f for *_, f in SHAPE_COLUMNS] + [None, None])
     last = 2 + len(models)
     _name_column(book, SHAPES, "ShapeNames", 1, 3, last)

@@ -430,6 +430,12 @@ class Model:
     source: str
     as_of: str
     note: str
+    # The checkpoint's own format where its config.json has a `quantization_config` (blank: none), and the parts
+    # it leaves unconverted at 16 bits (shape.KEEPABLE, from `modules_to_not_convert`): served in that format,
+    # those parts count at 16 bits and the rest at the format (arch.weight_bytes); any other precision asked
+    # applies to every weight, as for a model without such a config.
+    quant_format: str
+    quant_keep: tuple[str, ...]
     layout_from: str = ""         # not a column: the catalog model whose layout a bare count borrowed (resolve)
     # Derived once, here, whenever a model is made (catalog row, MODEL_DEFINE, imported config, borrowed layout;
     # `dataclasses.replace` fills them again): every estimate reads these, none re-derives them.
@@ -442,6 +448,7 @@ class Model:
     moe_layer_count: int = field(init=False)
     expert_params: float = field(init=False)      # one routed expert, summed over the MoE layers (0: dense)
     shared_expert_params: float = field(init=False)     # the always-on shared experts, all MoE layers
+    kept_params: float = field(init=False)        # held at 16 bits when served in quant_format (0: none)
 
     def __post_init__(self):
         for name, value in shape.derived(self).items():

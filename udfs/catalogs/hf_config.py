@@ -256,9 +256,44 @@ def shape_row(config: dict) -> dict:
     return row
 
 
+# A `modules_to_not_convert` entry (its last dotted names) and the part of the model it keeps at 16 bits
+# (shape.KEEPABLE): gpt-oss's config lists model.layers.*.self_attn, model.layers.*.mlp.router,
+# model.embed_tokens and lm_head.
+KEPT_MODULES = (("self_attn", "attention"), ("mlp.router", "router"), ("mlp.gate", "router"),
+                ("embed_tokens", "embeddings"), ("lm_head", "head"))
+
+
+def _kept_part(module: str) -> str:
+    for suffix, part in KEPT_MODULES:
+        if module == suffix or module.endswith("." + suffix):
+            return part
+    raise value_error(f"quantization_config keeps {quote(module)} unconverted, a part whose size is not counted "
+                      f"apart; parts counted: {', '.join(s for s, _ in KEPT_MODULES)}")
+
+
+def quantization_row(config: dict) -> dict:
+    """The checkpoint's own format (quant_format) and the parts it keeps at 16 bits (quant_keep), from
+    `quantization_config`: its quant_method when that names a catalog format (mxfp4, fp8, awq/gptq as int4),
+    and `modules_to_not_convert`. A method the catalog has no format for leaves both blank: every weight then
+    counts in the precision asked, as for a config without quantization."""
+    q = config.get("quantization_config")
+    if not isinstance(q, dict) or not isinstance(q.get("quant_method"), str):
+        return {}
+    try:
+        fmt = catalog.precision_row(q["quant_method"])
+    except FlopsheetError:
+        return {}
+    modules = q.get("modules_to_not_convert") or []
+    if not isinstance(modules, list):
+        raise value_error("quantization_config.modules_to_not_convert must be a list of module names")
+    return {"quant_format": fmt.name, "quant_keep": tuple(dict.fromkeys(_kept_part(str(m)) for m in modules))}
+
+
 def model_row(config: dict, name: str, source: str, aliases: tuple[str, ...] = ()) -> dict:
-    """A full catalog row: the shape plus exact total and active parameter counts."""
+    """A full catalog row: the shape plus exact total and active parameter counts, and the checkpoint's
+    own format with the parts it keeps at 16 bits (quantization_row)."""
     row = shape_row(config)
+    row.update(quantization_row(config))
     _refuse_contradictions(row, ("kv_heads", "heads", "hidden", "experts_per_token", "n_experts", "local_layers",
                                  "layers"))
     n = counts(SimpleNamespace(**row))

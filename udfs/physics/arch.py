@@ -12,6 +12,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ..catalogs.catalog import Model, Precision, as_precision
+from . import defaults
 from .shape import counts, kv_layer_tokens
 
 
@@ -28,6 +29,36 @@ def params_from_arch(layers: int, hidden: int, heads: int, kv_heads: int, ffn: i
                             dense_ffn=dense_ffn, shared_experts=shared_experts)
     n = counts(shape)
     return {"total": n["total"], "embeddings": n["embeddings"], "body": n["total"] - n["embeddings"]}
+
+
+def kept_params(model: Model, precision: Precision | str) -> float:
+    """Parameters held at 16 bits (defaults.KEPT_PRECISION) rather than in `precision`: the parts a quantized
+    checkpoint leaves unconverted (Model.kept_params), when it is served in its own format (Model.quant_format);
+    none otherwise. The rule: a precision other than the checkpoint's own means every weight in that precision,
+    as for a model whose config has no quantization_config (gpt-oss in bf16 is all bf16; in mxfp4 its experts
+    are MXFP4 and the rest bf16, as its config.json says)."""
+    if not model.kept_params or as_precision(precision).name != as_precision(model.quant_format).name:
+        return 0.0
+    return model.kept_params
+
+
+def kept_streamed(model: Model, precision: Precision | str) -> float:
+    """Of `kept_params`, those a decode step reads: all but an untied input embedding (a row lookup)."""
+    kept = kept_params(model, precision)
+    lookup = model.input_embedding_params if "embeddings" in model.quant_keep and not model.tied_embeddings else 0
+    return kept - lookup if kept else 0.0
+
+
+def kept_extra_bytes(precision: Precision | str) -> float:
+    """Bytes a kept (16-bit) parameter takes beyond one in `precision`."""
+    return as_precision(defaults.KEPT_PRECISION).bytes_per_param - as_precision(precision).bytes_per_param
+
+
+def weight_bytes(model: Model, precision: Precision | str) -> float:
+    """Bytes of all weights in memory: every parameter in `precision`, except the parts a quantized checkpoint
+    keeps at 16 bits when it is served in its own format (kept_params)."""
+    return model.total_params * as_precision(precision).bytes_per_param \
+        + kept_params(model, precision) * kept_extra_bytes(precision)
 
 
 def kv_bytes_per_layer_token(model: Model, kv_precision: Precision | str = "bf16") -> float:

@@ -200,9 +200,9 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
 
     per_expert, _, k = moe.routed(model)
     dense = _matmul_params(model) - k * per_expert
-    dense_stream = serving.streamed_params(model, 0)        # batch 0: no expert touched
+    dense_stream = serving.streamed_bytes(model, precision, 0)    # batch 0: no expert touched
     dp = _dp_attention(model, eng, split)                   # each GPU reads the dense weights whole, for its sequences
-    weights = max(dense_stream * width / bandwidth / (1 if dp else split), 2 * dense * batch / matmul / split)
+    weights = max(dense_stream / bandwidth / (1 if dp else split), 2 * dense * batch / matmul / split)
     # routed experts: each touched expert's GEMMs on their own roofline with a floor, plus routing (moe.py)
     ep = split if eng.expert_parallel else 1                # EP: E/n whole experts a GPU, else a slice of each
     weights += moe.expert_seconds(model, batch, width, bandwidth, matmul, tp=split // ep, ep=ep) \

@@ -38,6 +38,15 @@ CONTEXT_TOKENS = 4096
 # (the lesson: 70%, "0.6-0.85" in practice).
 BANDWIDTH_EFFICIENCY = 0.7
 
+# --- weights in memory -------------------------------------------------------------------
+
+# The format a quantized checkpoint keeps its unconverted parts in (Model.quant_keep: attention, router,
+# embeddings, head, norms): the config's torch_dtype, bfloat16 in every such catalog checkpoint
+# (openai/gpt-oss-120b and gpt-oss-20b config.json on Hugging Face: "torch_dtype": "bfloat16", quantization_config
+# quant_method mxfp4 with modules_to_not_convert model.layers.*.self_attn, model.layers.*.mlp.router,
+# model.embed_tokens, lm_head; as of 2025-08-05). FP16 would be the same 2 bytes.
+KEPT_PRECISION = "bf16"
+
 # --- training ----------------------------------------------------------------------------
 
 # Tokens per training sequence: the lesson's training example (activations of shape

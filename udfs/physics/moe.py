@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 
 from . import calibration as cal
-from . import collectives
+from . import arch, collectives
 from ..catalogs.catalog import Model, Precision, as_precision
 from ..errors import value_error
 
@@ -125,10 +125,9 @@ def expert_parallel_weight_bytes(model: Model, precision: Precision | str, n_gpu
     if attention not in ATTENTION_LAYOUTS:
         raise value_error(f"attention must be one of {', '.join(ATTENTION_LAYOUTS)}, got {attention!r}")
     per_expert, experts, _ = routed(model)
-    experts_total = per_expert * experts
-    rest = model.total_params - experts_total
-    width = as_precision(precision).bytes_per_param
-    return (experts_total / n_gpus + rest / (n_gpus if attention == "tp" else 1)) * width
+    experts_bytes = per_expert * experts * as_precision(precision).bytes_per_param
+    rest = arch.weight_bytes(model, precision) - experts_bytes      # a checkpoint's 16-bit parts at 16 bits
+    return experts_bytes / n_gpus + rest / (n_gpus if attention == "tp" else 1)
 
 
 def experts_per_gpu(model: Model, n_gpus: int) -> int:

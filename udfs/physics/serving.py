@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from . import calibration as cal
-from . import defaults, moe, shape
+from . import arch, defaults, moe, shape
 from .arch import kv_bytes_per_layer_token, kv_cache_bytes
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..errors import num_error
@@ -18,8 +18,16 @@ KV_PRECISION = "bf16"       # KV cache format where a function has no kv_precisi
 
 
 def weight_bytes(model: Model, precision: Precision | str) -> float:
-    """Bytes of all weights in memory at the given format."""
-    return model.total_params * as_precision(precision).bytes_per_param
+    """Bytes of all weights in memory at the given format (a quantized checkpoint's 16-bit parts at 16 bits:
+    arch.weight_bytes)."""
+    return arch.weight_bytes(model, precision)
+
+
+def streamed_bytes(model: Model, precision: Precision | str, batch: float) -> float:
+    """Weight bytes one decode step of `batch` sequences reads (streamed_params in `precision`, the
+    checkpoint's 16-bit parts at 16 bits: arch.kept_streamed)."""
+    return streamed_params(model, batch) * as_precision(precision).bytes_per_param \
+        + arch.kept_streamed(model, precision) * arch.kept_extra_bytes(precision)
 
 
 def streamed_params(model: Model, batch: float) -> float:

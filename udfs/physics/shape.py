@@ -17,6 +17,8 @@ Active parameters count the routed experts a token uses (top-k) instead of all o
 
 from __future__ import annotations
 
+from ..errors import value_error
+
 
 # Tokens of the `extras` column and the parameters each adds per layer.
 EXTRAS = {
@@ -125,6 +127,42 @@ def counts(model) -> dict[str, int]:
             "embeddings": embeddings}
 
 
+# Parts of a model a checkpoint's `quantization_config` may leave unconverted (Hugging Face
+# `modules_to_not_convert`): held at 16 bits while the rest is in the checkpoint's format
+# (`Model.quant_keep`). Norms are never converted; routed experts always are (every such checkpoint in the
+# catalog quantizes its experts first), so what a batch reads of them is one width. Their biases (gpt-oss: 0.04B,
+# BF16 in the checkpoint) are counted with them, at the experts' format: 0.05 GiB on gpt-oss-120b.
+KEEPABLE = ("attention", "router", "embeddings", "head", "dense", "shared_experts")
+
+
+def kept_params(model) -> float:
+    """Parameters a quantized checkpoint holds at 16 bits: norms and the parts `quant_keep` names; 0
+    for a model with no checkpoint format (`quant_format`). gpt-oss-120b: attention, router, embeddings, head
+    and norms, 2.13B of 116.8B (its MXFP4 experts are the other 114.70B)."""
+    if not _get(model, "quant_format", "") or not _countable(model):
+        return 0
+    keep = set(_get(model, "quant_keep", ()))
+    unknown = keep - set(KEEPABLE)
+    if unknown:
+        raise value_error(f"quant_keep names {', '.join(sorted(unknown))}; the parts a checkpoint may keep: "
+                         f"{', '.join(KEEPABLE)}")
+    h, layers, moe_layers = model.hidden, model.layers, moe_layer_count(model)
+    gated = _get(model, "gated_mlp", True)
+    matrices = (3 if gated else 2) * h                  # one MLP's weight matrices per unit of width
+    expert_width = model.ffn if moe_layers else 0
+    dense_width = (_get(model, "dense_ffn") or model.ffn) if moe_layers else model.ffn
+    n = counts(model)
+    converted = {
+        "attention": layers * attention_params(model),
+        "router": moe_layers * h * _get(model, "n_experts"),
+        "embeddings": model.vocab * h,
+        "head": 0 if _get(model, "tied_embeddings", False) else model.vocab * h,
+        "dense": (layers - moe_layers) * matrices * dense_width,
+        "shared_experts": moe_layers * _get(model, "shared_experts") * matrices * expert_width}
+    routed = moe_layers * _get(model, "n_experts") * mlp_params(model, expert_width) if moe_layers else 0
+    return n["total"] - routed - sum(v for part, v in converted.items() if part not in keep)
+
+
 def _countable(model) -> bool:
     return has_shape(model) and bool(_get(model, "ffn") and _get(model, "vocab"))
 
@@ -151,7 +189,8 @@ def derived(model) -> dict[str, float | int]:
             "input_embedding_params": table,
             "output_head_params": 0 if _get(model, "tied_embeddings", False) else table,
             "moe_layer_count": moe_layer_count(model), "expert_params": expert,
-            "shared_expert_params": _get(model, "shared_experts") * expert}
+            "shared_expert_params": _get(model, "shared_experts") * expert,
+            "kept_params": kept_params(model)}
 
 
 # ---------------------------------------------------------------- KV-cache layout
