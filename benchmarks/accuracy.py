@@ -383,8 +383,16 @@ def training_rows(rows) -> tuple[list[TrainingRow], list[Skip]]:
 
 
 def efficiency_cells(rows: list[TrainingRow], as_of: str = "") -> list[teff.Cell]:
-    """The training-efficiency table by its rule (training_efficiency.cells_from) from the rows."""
-    return teff.cells_from([r.point(s) for r in rows for s in r.scopes()], as_of)
+    """The training-efficiency table by its rule (training_efficiency.cells_from) from the rows. A MoE row whose
+    routing the step model adds (its shape names the model) chooses no steady share: the routing is physics on the
+    dense share, and the row only scores it."""
+    points = [r.point(s) for r in rows for s in r.scopes() if not (s == "steady" and routed(r))]
+    return teff.cells_from(points, as_of)
+
+
+def routed(r: TrainingRow) -> bool:
+    """A MoE row the step model adds the routing of (moe_seconds): its shape carries the catalog model."""
+    return r.moe and r.shape is not None and r.shape.moe is not None
 
 
 def efficiency_out_of_fold(rows: list[TrainingRow]):

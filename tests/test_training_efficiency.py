@@ -228,3 +228,15 @@ def test_a_moe_row_is_scored_on_its_stated_expert_parallel_group(rows):
     assert qwen and all(r.shape.moe is not None and r.shape.moe.name == QWEN3.name for r in qwen)
     assert {r.shape.expert_parallel for r in qwen} == {8, 32}
     assert all(str(r.shape.expert_parallel) in r.note for r in qwen)
+
+
+def test_a_moe_row_with_its_routing_modelled_chooses_no_share(rows):
+    """The routing is physics on the dense share: a MoE row the step model adds the routing of only scores it, so
+    no steady cell cites it and changing its measurement moves no cell of the table."""
+    import dataclasses
+    routed = [r for r in rows if accuracy.routed(r)]
+    assert routed and all(r.moe and r.mfu for r in routed)
+    before = accuracy.efficiency_cells(rows)
+    assert not [c for c in before for r in routed if c.scope == "steady" and f"{r.ref} " in c.source + " "]
+    poisoned = [dataclasses.replace(r, mfu=(r.mfu or 0) * 0.5) if accuracy.routed(r) else r for r in rows]
+    assert accuracy.efficiency_cells(poisoned) == before

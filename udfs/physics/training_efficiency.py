@@ -20,7 +20,9 @@ scope says what the figure includes:
 and the MFU is 6·N / (peak x that time). The one constant chosen from rows is `share`, the achieved share of the
 tensor peak on the matrix products, ONE per generation x precision x dense/MoE: each row's share is the one that
 reproduces its MFU under the model (`share_from`), and a cell is the median of its rows' shares (the rule:
-`cells_from`; size class "any"). Size and sequence length move the MFU through the physics, not through cells:
+`cells_from`; size class "any"). A MoE row whose routing the model adds chooses no share (the accuracy tool leaves
+it out of the rule): a MoE model trains at the dense share plus its routing, and such rows only score that.
+Size and sequence length move the MFU through the physics, not through cells:
 a small hidden size spends more of its time in memory-bound work, a long sequence in attention.
 
 **run** cells (udfs/data/training_efficiency.csv, scope run) are each the median whole-run MFU of the measured
