@@ -94,7 +94,7 @@ def answer_lengths(requests: int, mean: float, cap: float | None = None) -> list
 
 
 def concurrency(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, output_tokens: float,
-                n_gpus: int, kv: str, eng: Engine) -> int:
+                n_gpus: int, kv: Precision | str, eng: Engine) -> int:
     """Requests the engine runs at once: as many as their KV cache fits (capacity.kv_batch), within its batch cap."""
     fits = capacity.kv_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
     cap = eng.batch_cap(gpu)
@@ -112,7 +112,7 @@ def run(model: Model, gpu: Gpu, precision: Precision | str, requests: int, promp
         raise num_error("prompt_tokens must be >= 1")
     if requests < 1 or output_tokens <= 0:
         raise num_error("requests must be >= 1 and output_tokens > 0")
-    kv = str(kv_precision or eng.kv_format(precision))
+    kv = kv_precision or eng.kv_format(precision)
     cap = min(int(requests), concurrency(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng))
     simulated = min(int(requests), SIMULATED_PER_SLOT * cap)
     lengths = answer_lengths(simulated, output_tokens, max_output_tokens)
