@@ -310,6 +310,10 @@ def _answer_cap(row: dict[str, str], prompt: float) -> tuple[float | None, str]:
         cap = float(random_len.group(1))
         return cap, (f"answers at most {cap:g} tokens (--random-output-len), spread as an exponential truncated "
                      "there with the row's mean")
+    fixed = re.search(r"benchmark_throughput\.py.*?(?<!random)--output-len\s+(\d+)", text)
+    if fixed:            # vLLM's benchmark_throughput.py samples with ignore_eos and max_tokens = the output length
+        cap = float(fixed.group(1))
+        return cap, f"every answer {cap:g} tokens (benchmark_throughput.py ignores the end of sequence)"
     if "sharegpt" in text.lower():
         cap = SHAREGPT_MAX_TOTAL_TOKENS - prompt
         return cap, (f"ShareGPT answers at most {cap:g} tokens (the client drops prompt + answer over "
