@@ -34,7 +34,8 @@ OPTIMIZER_STATES = {"adamw": 2, "adam": 2, "sgd": 1, "adafactor": 0, "none": 0}
 # optimizers ... transfer memory from the GPU to the CPU when GPU memory is exhausted"), so they are
 # counted off the GPU, in the `cpu` part, and never make a job fail to fit. 4-bit states (Li et al. 2023,
 # "Memory Efficient Optimizers with 4-bit States", arXiv:2309.01507; torchao's AdamW4bit): half a byte a value
-# plus one FP32 scale per block of 128 (torchao/optim/README.md: "block size is ... 128 for 4-bit optimizers").
+# (two 4-bit codes packed in a uint8, torchao OptimState4bit) plus one scale per block of 128 (torchao/optim/
+# README.md: "block size is ... 128 for 4-bit optimizers"), counted at 4 bytes.
 STATE_FORMATS = {"fp32": 4.0, "bf16": 2.0, "8bit": 1 + 4 / 2048, "4bit": 0.5 + 4 / 128, "paged_fp32": 4.0,
                  "paged_8bit": 1 + 4 / 2048}
 # Where model states and activations may live off the GPU: ZeRO-Offload moves gradients, optimizer
