@@ -104,7 +104,8 @@ def test_moe_step_reads_follow_the_batch():
     # weights read per step: k experts at batch 1, nearly all at a batch of hundreds
     assert serving.streamed_params(model, 1) < 0.15 * model.total_params
     assert serving.streamed_params(model, 512) > 0.98 * (model.total_params - model.input_embedding_params)
-    steps = [capacity.decode_step(model, gpu, "fp4", b, 2048, eng="trtllm").weights for b in (1, 16, 128, 512)]
+    # (256 at most: with NVFP4's scales, 4.5 bits, 512 x 2,048 tokens no longer fit beside the weights)
+    steps = [capacity.decode_step(model, gpu, "fp4", b, 2048, eng="trtllm").weights for b in (1, 16, 128, 256)]
     assert all(a < b for a, b in zip(steps, steps[1:]))
     dense = resolve.model("Llama 3.1 8B")     # a dense model's step is untouched by the MoE terms
     assert moe.expert_seconds(dense, 512, 1, 3e12, 7e14) == 0 == moe.routing_seconds(dense, 512, 3e12)
