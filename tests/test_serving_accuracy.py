@@ -334,13 +334,17 @@ def test_a_time_to_first_token_row_at_a_stated_load_finds_requests_in_flight(eva
     assert len(rows) >= 3
     loads = [capacity.load_ttft(r.case.model, r.case.gpu, r.case.precision, r.case.prompt, r.case.answer,
                                 r.case.n_gpus, r.case.engine, r.case.kv, rate=r.case.rate) for r in rows]
-    assert [ld.running for ld in loads] == sorted(ld.running for ld in loads)     # more load, more in flight
+    deployments: dict[tuple, list] = {}
     for r, ld in zip(rows, loads):
         c = r.case
         assert r.estimate == pytest.approx(ld.ttft_s * 1000)
         alone = capacity.time_to_first_token_s(c.model, c.gpu, c.precision, c.prompt, 1, c.n_gpus, c.engine) * 1000
         assert r.estimate > alone
-    assert [r.estimate for r in rows] == sorted(r.estimate for r in rows)
+        deployments.setdefault((c.model.name, c.gpu.name, c.n_gpus, c.engine.name, c.prompt), []).append((r, ld))
+    assert len(deployments) >= 2
+    for same in deployments.values():      # rows sorted by rate: more load, more in flight, a longer first token
+        assert [ld.running for _, ld in same] == sorted(ld.running for _, ld in same)
+        assert [r.estimate for r, _ in same] == sorted(r.estimate for r, _ in same)
 
 
 def test_each_memory_kind_has_its_own_share_for_llama_cpp():

@@ -432,3 +432,23 @@ def test_the_batch_search_keeps_the_best_batch_across_the_cuda_graph_cap():
         assert point.tokens_per_sec >= best * (1 - 1e-9), (model, eng, point)
         if point.limited_by == "CUDA-graph cap":
             assert point.batch == engines.engine(eng).graph_max_batch < fits
+
+
+def test_a_multi_step_engine_admits_a_request_only_between_windows():
+    """vLLM V0 with --num-scheduler-steps 10 (the profile 'vLLM V0 multi-step', scheduler_steps 10) runs ten
+    decode steps per scheduler call, so an arrival waits for the window of steps in progress: the iteration
+    wait over ten steps. The same profile with one step per call waits the single step's residual; every
+    other engine admits between steps (scheduler_steps blank)."""
+    from dataclasses import replace
+    multi = engines.engine("vLLM V0 multi-step")
+    assert multi.scheduler_steps == 10 and multi.admission_steps == 10
+    assert all(engines.engine(e).admission_steps == 1 for e in ("vllm", "sglang", "trtllm", "vLLM V0"))
+    single = replace(multi, scheduler_steps=None)
+    at = [capacity.load_ttft(L8, A100, "bf16", 512, 256, 1, e, rate=4) for e in (multi, single)]
+    step = capacity.decode_step(L8, A100, "bf16", at[0].running, 512 + 128, 1, None, multi).total
+    x = capacity.prefill_compute_s(L8, A100, "bf16", 512, 1, 1, multi)
+    assert at[0].running == pytest.approx(at[1].running)       # the decode itself is the same
+    waits = [queueing.iteration_wait_s(at[0].rate, k * step, x)[0] for k in (10, 1)]
+    # the same prefill and carried decode; only the wait, and the prompts joining in it, differ
+    assert at[0].ttft_s - at[1].ttft_s == pytest.approx((waits[0] - waits[1]) * (1 + 2 * at[0].rate * x), rel=1e-6)
+    assert at[0].ttft_s > at[1].ttft_s + 4 * step                # about half a window more than half a step

@@ -21,6 +21,9 @@ A profile holds what changes between engines for the same model and GPU:
 - CUDA graphs: the most tokens a step may hold and still replay a captured graph (`graph_max_batch`: vLLM V1
   512, V0 256, SGLang 160, TGI 32); a larger step launches every kernel from Python
   (`Engine.layer_us`, calibration.EAGER_LAYER_US).
+- multi-step scheduling: decode steps run per scheduler call (`scheduler_steps`: 10 for vLLM V0 as benchmarked
+  with --num-scheduler-steps 10; blank: 1), so a new request is admitted only between windows of that many
+  steps (`Engine.admission_steps`, used by the prefill queue in capacity._first_token_s).
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ class Engine:
     step_overhead_us: float
     sequence_overhead_us: float | None   # CPU time per running sequence per step the GPU waits for (blank: overlapped)
     graph_max_batch: int | None      # decode steps of more sequences run without CUDA graphs (blank: not modelled)
+    scheduler_steps: int | None      # decode steps per scheduler call (vLLM V0's --num-scheduler-steps; blank: 1)
     matmul_fraction_16: float
     matmul_fraction_8: float
     matmul_fraction_4: float
@@ -93,6 +97,12 @@ class Engine:
         GPU holds attention, dense layers and shared experts whole and serves its own sequences (their KV
         cache whole, never replicated); tokens reach their experts by two all-to-alls per MoE layer."""
         return self.moe_parallel == "expert_dp"
+
+    @property
+    def admission_steps(self) -> int:
+        """Decode steps between the points where the scheduler can admit a new request: one, or the multi-step
+        window (vLLM V0's --num-scheduler-steps runs that many decode steps per scheduler call)."""
+        return self.scheduler_steps or 1
 
     def bandwidth_fraction(self, gpu: Gpu) -> float:
         """Achieved share of the GPU's memory bandwidth by memory kind (bandwidth_field)."""

@@ -306,13 +306,15 @@ def _first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: 
     pays (the weights' read, the fixed costs). With prompts arriving at `rate` a second (Poisson), the
     iteration in progress may carry other prompts, and those arriving in it join the request's own iteration
     (queueing.iteration_wait_s); with nothing decoding, the prompts queue for the GPU one after another
-    (queueing.prefill_wait_s)."""
+    (queueing.prefill_wait_s). An engine that runs several decode steps per scheduler call (vLLM V0's
+    multi-step scheduling) admits the request only when the window of steps in progress ends."""
     prefill = _prefill_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng)
     if running < 1 or step is None:
         return _finite(queueing.prefill_wait_s(rate, prefill), rate) + prefill
     carried = max(0.0, step.total - _shared_s(model, gpu, precision, n_gpus, eng, prompt_tokens * batch))
     added = prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng)    # what a prompt adds to an iteration
-    wait, _ = queueing.iteration_wait_s(rate, step.total, added)
+    # a multi-step engine admits new requests only between windows of its scheduler steps
+    wait, _ = queueing.iteration_wait_s(rate, step.total * eng.admission_steps, added)
     joined = 2 * rate * _finite(wait, rate) * added     # prompts arriving in the iteration it lands in share its own
     return wait + prefill + carried + joined
 
