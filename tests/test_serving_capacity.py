@@ -452,3 +452,20 @@ def test_a_multi_step_engine_admits_a_request_only_between_windows():
     # the same prefill and carried decode; only the wait, and the prompts joining in it, differ
     assert at[0].ttft_s - at[1].ttft_s == pytest.approx((waits[0] - waits[1]) * (1 + 2 * at[0].rate * x), rel=1e-6)
     assert at[0].ttft_s > at[1].ttft_s + 4 * step                # about half a window more than half a step
+
+
+def test_the_worksheet_time_to_first_token_at_a_request_rate_is_load_ttft():
+    """TIME_TO_FIRST_TOKEN_MS with requests_per_minute answers capacity.load_ttft at that rate (one answer for
+    the worksheet and the accuracy tool), more than the lone request's prefill it answers without one; a rate
+    with a batch of prompts is #VALUE!, a rate the prefills cannot keep up with #NUM!."""
+    args = ("Llama 3.1 8B", "H100", "bf16", 2048, 1, 1, "vllm")
+    lone = udfs.call("TIME_TO_FIRST_TOKEN_MS", *args)
+    at = udfs.call("TIME_TO_FIRST_TOKEN_MS", *args, 240, 256)
+    load = capacity.load_ttft(L8, H100, "bf16", 2048, 256, 1, engines.engine("vllm"), rate=4)
+    assert at == pytest.approx(load.ttft_s * 1000) and at > lone
+    assert lone == pytest.approx(capacity.prefill_seconds(L8, H100, "bf16", 2048, 1, 1, engines.engine("vllm")) * 1000)
+    for bad, code in ((("Llama 3.1 8B", "H100", "bf16", 2048, 4, 1, "vllm", 240, 256), "#VALUE!"),
+                      (args + (600_000, 256), "#NUM!")):
+        with pytest.raises(FlopsheetError) as info:
+            udfs.call("TIME_TO_FIRST_TOKEN_MS", *bad)
+        assert info.value.code == code
