@@ -59,7 +59,7 @@ def fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus: in
 
 @worksheet("TRAINING_MFU", "Model FLOPs utilisation a training run reaches on a GPU. Steady state: a step-time "
            "model (the matrix products at the achieved share of the tensor peak measured for the GPU generation x "
-           "precision x dense/MoE, attention at the model's 2,048-token sequences, memory-bound work at the "
+           "precision (dense runs), attention at the model's 2,048-token sequences, memory-bound work at the "
            "memory bandwidth; a MoE model's routing and expert all-to-alls over one server's link); whole run: "
            "the cell of udfs/data/training_efficiency.csv by generation x precision "
            "x size x dense/MoE, each the median of published measurements; where a cell has none, a stated "
