@@ -38,15 +38,15 @@ import os
 import re
 import statistics
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))   # run as a script from a checkout
 
 from benchmarks import folds  # noqa: E402
-from udfs.catalogs import catalog, resolve  # noqa: E402
-from udfs.physics import calibration, defaults, evidence, serving, training, training_memory  # noqa: E402
+from udfs.catalogs import catalog, engines, resolve  # noqa: E402
+from udfs.physics import calibration, capacity, defaults, evidence, serving, training, training_memory  # noqa: E402
 from udfs.physics import training_efficiency as teff  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 from udfs.units import GIB  # noqa: E402
@@ -63,6 +63,7 @@ METRICS = {
     "cluster_hours": "Whole-run GPU-hours on the row's GPU count (TRAINING_GPU_HOURS with n_gpus)",
     "fit": "Memory fit / out of memory (right or wrong)",
     "memory": "Memory in GB (like-for-like rows)",
+    "kv_capacity": "KV cache memory per GPU an engine gives (GiB, startup logs: vLLM, SGLang)",
     "lora_memory": "LoRA memory per GPU (GiB, like-for-like rows)",
     "qlora_memory": "QLoRA memory per GPU (GiB, like-for-like rows)",
     "full_memory": "Full-training memory per GPU (GiB, like-for-like rows: peak or model states)",
@@ -751,6 +752,30 @@ def _memory_config(model, row: dict[str, str], n: int) -> Config | None:
     return gpu and Config(model.name, model.params, model.is_moe, gpu, find_precision(row["precision"]) or "", n)
 
 
+def kv_settings(row: dict[str, str]) -> dict[str, str]:
+    """The engine settings a KV-capacity row states, `key=value; ...` in context_or_batch."""
+    return dict(part.strip().split("=", 1) for part in row["context_or_batch"].split(";") if "=" in part)
+
+
+def compare_kv_capacity(what: str, model, row: dict[str, str]) -> Comparison:
+    """An engine's startup log of the KV cache memory per GPU against capacity.kv_budget_gib, with the
+    row's engine, memory share and profile-run sizes; a log whose engine did not start is a fit row."""
+    s = kv_settings(row)
+    gpu, n, precision = find_gpu(row["gpu"]), int(number(row["num_gpus"])), find_precision(row["precision"])
+    eng = replace(engines.engine(s["engine"], gpu), memory_fraction=float(s.get("gmu") or s["mem_fraction_static"]))
+    config = Config(model.name, model.params, model.is_moe, gpu, precision or "", n, eng.name)
+    try:
+        budget = capacity.kv_budget_gib(model, gpu, precision, n, eng)
+    except FlopsheetError:
+        budget = 0.0                          # the weights and reserve alone pass the memory share
+    peak = row["peak_gpu_mem_gb"].strip()
+    if number(peak) is None:
+        return Comparison("fit", what + " | engine starts", False, budget > 0, "fits",
+                          f"{eng.name} KV budget {budget:.2f} GiB; {row['note']}", config=config)
+    return Comparison("kv_capacity", what + " | KV cache per GPU", float(peak), budget, "GiB", row["note"],
+                      config=config)
+
+
 def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
     out, skipped = [], []
     for ref, row in rows:
@@ -803,6 +828,8 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
             out.append(Comparison("fit", what, True, est <= gpu.memory_gb, "fits",
                                   f"TRAINING_MEMORY_GB ({precision} weights, AdamW, ZeRO-3 over {n}, full recompute, "
                                   f"1 x {QLORA_FIT_TOKENS} tokens) gives {est:.1f} GiB of {gpu.memory_gb:g}"))
+        elif method.startswith("inference kv cache") and model:
+            out.append(compare_kv_capacity(what, model, row))
         elif "inference weights (vllm)" in method and model:
             precision = find_precision(row["precision"])
             n = int(number(row["num_gpus"]))
@@ -1100,8 +1127,8 @@ def readme_table(report: Report) -> str:
         lines.append(f"| {title} | all | {whole.rows} | {figure} |")
         for dimensions in README_ROWS:      # dense/MoE and one GPU/parallel share a row: the README stays short
             groups = [(v, g) for d, v, g in parts if d in dimensions and v != "-"]
-            if not groups:
-                continue
+            if not groups or (dimensions == ("vendor",) and len(groups) == 1):
+                continue            # one vendor measured: its line would repeat the "all" line
             cells = [f"{v} none" if g is None else f"{v} {g.right}/{g.rows} right" if boolean else
                      f"{v} {g.outside:.1%} ({g.rows})" for v, g in groups]
             named = " / ".join(d for d in dimensions if any(dd == d and v != "-" for dd, v, _ in parts))
