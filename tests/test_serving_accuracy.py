@@ -2,6 +2,7 @@
 constants chosen from rows are the ones the stated rule picks."""
 
 import csv
+import functools
 import re
 import statistics
 import sys
@@ -287,11 +288,15 @@ def test_a_burst_gains_with_its_requests_towards_the_steady_state(evaluated):
     assert speeds[-1] < largest.tokens_per_sec * 1.01
 
 
+@functools.lru_cache(maxsize=1)
+def _measured_rows() -> tuple[dict[str, str], ...]:
+    with (DIRECTORY / "inference_measured.csv").open(newline="", encoding="utf-8") as handle:
+        return tuple(csv.DictReader(handle))
+
+
 def _source(result) -> str:
     """The measured row's source cell."""
-    with (DIRECTORY / "inference_measured.csv").open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    return rows[int(result.case.ref.split(":")[1]) - 2]["source"]
+    return _measured_rows()[int(result.case.ref.split(":")[1]) - 2]["source"]
 
 
 def test_the_docs_state_the_mlperf_v51_moe_rows_as_the_report_finds_them(evaluated):
@@ -357,3 +362,26 @@ def test_each_memory_kind_has_its_own_share_for_llama_cpp():
     assert shares == [llama.bandwidth_fraction_unified, llama.bandwidth_fraction_gddr, llama.bandwidth_fraction_hbm]
     assert len(set(shares)) == 3 and shares[0] < shares[1]
     assert mlc.bandwidth_fraction_unified is None and mlc.bandwidth_fraction(apple) == mlc.bandwidth_fraction_gddr
+
+
+def test_a_row_is_scored_with_the_engine_settings_its_note_states(evaluated):
+    """A row whose note states its launch configuration is scored with it: "engine batch cap N" (max_num_seqs, a
+    copy's max batch size) caps the batch, "attention data-parallel" runs the MoE layers expert-parallel with each
+    GPU attending to its own sequences; a row stating neither keeps its engine profile."""
+    results, _, _ = evaluated
+    capped = [r for r in results if "engine batch cap" in _note(r)]
+    split = [r for r in results if "attention data-parallel" in _note(r)]
+    assert capped and split
+    for r in capped:
+        stated = int(re.search(r"engine batch cap ([\d,]+)", _note(r)).group(1).replace(",", ""))
+        assert r.case.engine.batch_cap(r.case.gpu) == stated, r.case.label
+    assert all(r.case.engine.moe_parallel == "expert_dp" and r.case.model.is_moe for r in split)
+    plain = [r for r in results if "engine batch cap" not in _note(r) and "attention data-parallel" not in _note(r)
+             and r.case.engine.name == "TensorRT-LLM"]
+    profile = engines.engine("TensorRT-LLM")
+    assert plain and all(r.case.engine.moe_parallel == profile.moe_parallel for r in plain)
+
+
+def _note(result) -> str:
+    """The measured row's note cell."""
+    return _measured_rows()[int(result.case.ref.split(":")[1]) - 2]["note"]
