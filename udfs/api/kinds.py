@@ -41,6 +41,7 @@ KINDS: dict[str, Kind] = {
 _TEXT = ("name", "vendor", "family", "form_factor", "aliases", "tier", "memory_type", "sparsity", "interconnect",
          "price_as_of", "price_source", "price_kind", "system_price_kind", "system_price_as_of", "system_price_source",
          "source", "as_of", "note", "norm", "pos_embedding", "local_attention", "extras", "layout_from",
+         "quant_format", "quant_keep",
          "provider", "instance", "gpu", "region", "pricing", "price_date", "status", "part", "GPU", "Tier",
          "Price_basis", "cost_unit", "price_basis", "verdict", "reason", "model", "match",
          "evidence", "to_verify")
@@ -55,7 +56,7 @@ _COUNTS = ("params", "active_params", "published_params", "published_active_para
            "kv_heads", "head_dim", "ffn", "vocab", "n_experts", "experts_per_token", "shared_experts", "moe_layers",
            "dense_ffn", "sliding_window", "local_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_dim",
            "context_length", "head_size", "kv_head_count", "total_params", "active", "input_embedding_params",
-           "output_head_params", "moe_layer_count", "expert_params", "shared_expert_params", "system_gpus",
+           "output_head_params", "moe_layer_count", "expert_params", "shared_expert_params", "kept_params", "system_gpus",
            "gpu_count", "rank", "count", "gpus_per_copy", "batch", "gpus_per_system", "evidence_rows")
 # Every catalog field and every table column, by exact name: its kind.
 COLUMNS: dict[str, str] = {
