@@ -93,7 +93,9 @@ NONMATRIX_BYTES = 96.0
 # lost to interruptions, restarts from checkpoints and other overheads.
 TRAINING_GOODPUT = 0.90
 # A MoE model's MFU (counted on its active parameters) relative to a dense model's on the same
-# hardware and software, where the table has no MoE cell: DeepSeek-V2 (arXiv:2405.04434, section
+# hardware and software, for a whole run where the table has no MoE cell, or a MoE model whose routing is
+# not known (a steady-state MoE step is the dense share with its routing by physics: training_efficiency.
+# moe_seconds): DeepSeek-V2 (arXiv:2405.04434, section
 # 3.4) needs 172.8K H800 GPU-hours per trillion tokens with 21B active parameters where the dense
 # DeepSeek 67B needs 300.6K on the same cluster: (21 / 172.8) / (67 / 300.6) = 0.545.
 MOE_TRAINING_EFFICIENCY = 0.545
