@@ -199,6 +199,7 @@ def test_moe_routing_is_physics_with_its_layout():
     assert teff.moe_seconds(dense, H100) == 0.0
     inside = teff.shape_of(QWEN3, 4096)
     assert inside.moe == QWEN3 and teff.expert_group(inside, H100) == 8       # one 8-GPU server, 128 experts
+    assert teff.expert_group(inside, catalog.gpu("GB200")) == 64               # NVL72: the largest even split
     across = teff.Shape(**{**inside.__dict__, "expert_parallel": 32})
     assert 0 < teff.moe_seconds(inside, H100) < teff.moe_seconds(across, H100)
     tokens, k = 4096, QWEN3.experts_per_token

@@ -185,14 +185,16 @@ def overhead_seconds(shape: Shape, gpu: Gpu) -> float:
 
 
 def expert_group(shape: Shape, gpu: Gpu) -> int:
-    """GPUs a MoE layer's experts are spread over: the layout's where it is stated, else the GPUs of one server
-    (the catalog's system_gpus; NVL72 on GB200), at most one expert a GPU: expert parallelism kept inside the GPU
-    fabric, as the Megatron-Core MoE recipes lay out three of their four H100 layouts of Qwen3-235B-A22B (EP8 on
-    8-GPU servers; yanring/Megatron-MoE-ModelZoo). One GPU where the server size is unknown."""
+    """GPUs a MoE layer's experts are spread over: the layout's where it is stated, else the largest group of one
+    server's GPUs (the catalog's system_gpus; NVL72 on GB200) that splits the experts evenly (128 experts on GB200:
+    64): expert parallelism kept inside the GPU fabric, as the Megatron-Core MoE recipes lay out three of their four
+    H100 layouts of Qwen3-235B-A22B (EP8 on 8-GPU servers; yanring/Megatron-MoE-ModelZoo). One GPU where the server
+    size is unknown."""
     if shape.expert_parallel:
         return shape.expert_parallel
     experts = shape.moe.n_experts if shape.moe is not None and shape.moe.n_experts else 1
-    return max(1, min(experts, gpu.system_gpus or 1))
+    cap = max(1, min(experts, gpu.system_gpus or 1))
+    return max(d for d in range(1, cap + 1) if experts % d == 0)
 
 
 def moe_seconds(shape: Shape, gpu: Gpu) -> float:
