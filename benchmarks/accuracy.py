@@ -763,6 +763,9 @@ def compare_kv_capacity(what: str, model, row: dict[str, str]) -> Comparison:
     s = kv_settings(row)
     gpu, n, precision = find_gpu(row["gpu"]), int(number(row["num_gpus"])), find_precision(row["precision"])
     eng = replace(engines.engine(s["engine"], gpu), memory_fraction=float(s.get("gmu") or s["mem_fraction_static"]))
+    if "max_num_batched_tokens" in s:         # the profile run the row's engine made (capacity.profile_run_gib)
+        eng = replace(eng, max_num_tokens=int(s["max_num_batched_tokens"]), max_batch=int(s["max_num_seqs"]),
+                      large_gpu_max_batch=None)
     config = Config(model.name, model.params, model.is_moe, gpu, precision or "", n, eng.name)
     try:
         budget = capacity.kv_budget_gib(model, gpu, precision, n, eng)

@@ -186,9 +186,9 @@ def test_full_training_fit_rows_take_the_stated_verdict_and_the_rows_configurati
 
 
 def test_kv_capacity_rows_are_scored_with_their_own_engine_and_memory_share(report):
-    """A startup log's KV cache memory is compared with capacity.kv_budget_gib under the row's engine and its
-    stated memory share (gmu / mem_fraction_static), not the profile's default; a log whose engine did not
-    start is a fit row measured False."""
+    """A startup log's KV cache memory is compared with capacity.kv_budget_gib under the row's engine, its
+    stated memory share (gmu / mem_fraction_static) and, for vLLM, its profile run's tokens and sequences, not
+    the profile's defaults; a log whose engine did not start is a fit row measured False."""
     from dataclasses import replace
     from udfs.catalogs import engines
     from udfs.physics import capacity
@@ -203,6 +203,10 @@ def test_kv_capacity_rows_are_scored_with_their_own_engine_and_memory_share(repo
         shares.add(share)
         model, gpu = accuracy.find_model(r["model"]), accuracy.find_gpu(r["gpu"])
         eng = replace(engines.engine(s["engine"], gpu), memory_fraction=share)
+        if "max_num_batched_tokens" in s:   # the row's own profile run, not the profile's default
+            eng = replace(eng, max_num_tokens=int(s["max_num_batched_tokens"]), max_batch=int(s["max_num_seqs"]),
+                          large_gpu_max_batch=None)
+            assert capacity.profile_run_gib(model, gpu, int(r["num_gpus"]), eng) > 0
         assert c.config.engine == eng.name
         if accuracy.number(r["peak_gpu_mem_gb"]) is None:
             assert c.metric == "fit" and c.measured is False

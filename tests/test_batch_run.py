@@ -101,11 +101,12 @@ def test_a_run_that_does_not_fit_is_refused_with_the_figures():
 def test_a_job_far_larger_than_the_simulated_part_matches_the_full_simulation(monkeypatch):
     """A run of more than SIMULATED_PER_SLOT x the cap adds its middle at the full batch instead of simulating
     it: within 0.2% of simulating every request (60 requests a slot)."""
-    n = 60 * 710
+    cap = capacity.kv_batch(L8, H100, "bf16", 512, 256, 1, VLLM.kv_format("bf16"), VLLM)   # KV-bound, below 1,024
+    n = 60 * cap
     short = batch_run.run(L8, H100, "bf16", n, 512, 256, 1, VLLM, max_output_tokens=1024)
     monkeypatch.setattr(batch_run, "SIMULATED_PER_SLOT", 10**9)
     full = batch_run.run(L8, H100, "bf16", n, 512, 256, 1, VLLM, max_output_tokens=1024)
-    assert short.batch == full.batch == 710
+    assert cap < VLLM.batch_cap(H100) and short.batch == full.batch == cap
     assert short.seconds == pytest.approx(full.seconds, rel=2e-3)
     assert short.output_tokens == pytest.approx(full.output_tokens, rel=1e-3)
 

@@ -46,6 +46,7 @@ CASES = [
     ("Qwen3 8B", "H200 SXM 141GB", "fp8", 4000, 1500, 400, None, DEFAULT, 0.2),      # no latency target
     ("Llama 3.1 8B", "H100 SXM 80GB", "fp8", 1000, 1000, 300, None, "SGLang", 0.2),  # CUDA-graph cap beats KV fit
     ("Llama 3.1 8B", "A100 SXM 80GB", "bf16", 2000, 500, 200, 20, "vLLM V0", 0.2),   # CPU time per sequence
+    ("Llama 3.1 8B", "L4 24GB", "bf16", 300, 2000, 500, None, "vLLM", 0.2),          # KV fit under vLLM's profile run
 ]
 # no link rate in the catalog (and no tensor figure): the sheet says so instead of guessing
 NO_LINK = ("Llama 3.1 8B", "Apple M4 Max 128GB", "fp16", 100, 500, 200, 5, "vLLM", 0.2)

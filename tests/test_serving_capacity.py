@@ -469,3 +469,29 @@ def test_the_worksheet_time_to_first_token_at_a_request_rate_is_load_ttft():
         with pytest.raises(FlopsheetError) as info:
             udfs.call("TIME_TO_FIRST_TOKEN_MS", *bad)
         assert info.value.code == code
+
+
+def test_vllm_keeps_its_profile_run_out_of_the_kv_cache():
+    """vLLM sizes its KV cache after a profile run at max_num_batched_tokens (gpu_worker.determine_available_memory):
+    the reserve grows with those tokens by the MLP block's live values a token (2 x hidden + 3 x FFN width, 16-bit)
+    and with the sampler's FP32 logits and softmax (2 x rows x vocabulary x 4 bytes); SGLang and TensorRT-LLM
+    keep no such run out of it."""
+    from dataclasses import replace
+
+    from udfs.catalogs import resolve
+    from udfs.catalogs.engines import engine
+    from udfs.units import GIB
+    model, gpu = resolve.model("Llama 3.1 8B"), resolve.gpu("H100 SXM 80GB")
+    vllm = engine("vLLM", gpu)
+    one = replace(vllm, max_num_tokens=1000, max_batch=1, large_gpu_max_batch=None)
+    two = replace(one, max_num_tokens=2000)
+    per_token = capacity.profile_run_gib(model, gpu, 1, two) - capacity.profile_run_gib(model, gpu, 1, one)
+    assert per_token * GIB / 1000 == pytest.approx((2 * 4096 + 3 * 14336) * 2)
+    assert capacity.profile_run_gib(model, gpu, 1, one) * GIB == pytest.approx(
+        1000 * (2 * 4096 + 3 * 14336) * 2 + 2 * 1 * 128256 * 4)
+    assert capacity.profile_run_gib(model, gpu, 2, one) < capacity.profile_run_gib(model, gpu, 1, one)  # FFN split
+    budget = capacity.kv_budget_gib(model, gpu, "bf16", 1, vllm)
+    assert budget == pytest.approx(capacity.kv_budget_gib(model, gpu, "bf16", 1, replace(vllm, max_num_tokens=None))
+                                   - capacity.profile_run_gib(model, gpu, 1, vllm))
+    for other in ("SGLang", "TensorRT-LLM"):
+        assert capacity.profile_run_gib(model, gpu, 1, engine(other, gpu)) == 0

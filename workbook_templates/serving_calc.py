@@ -98,6 +98,8 @@ def _figures(s: Sheet, i: Inputs):
                              ("SrvGemmShare", "Share of an expert in its first GEMM", "gemm_share")):
         s.value(name, label, f"IF({num},0,INDEX(Shape_{key},SrvShapeRow))", "none for a bare count", "#,##0")
     for name, label, key in (("SrvLayers", "Layers", "layers"), ("SrvHidden", "Hidden size", "hidden"),
+                             ("SrvMlpValues", "MLP values a token holds at the peak (beside 2 x hidden)", "mlp_values"),
+                             ("SrvVocab", "Vocabulary", "vocab"),
                              ("SrvHeads", "Attention heads", "heads"), ("SrvHeadDim", "Head size", "head_dim"),
                              ("SrvAttnWidth", "Key + value width per head in decode", "attn_width"),
                              ("SrvKvValues", "KV values per token per layer", "kv_values"),
@@ -133,7 +135,9 @@ def _figures(s: Sheet, i: Inputs):
                                    ("SrvMoePar", "MoE layers over a group (tensor or expert)", "moe_parallel", None),
                                    ("SrvMemRule", "Memory rule", "memory_rule", None),
                                    ("SrvMemFrac", "Memory share", "memory_fraction", "0.00"),
-                                   ("SrvReserve", "Activation reserve (GiB)", "activation_reserve_gib", "0.0"),
+                                   ("SrvReserve", "Flat reserve (GiB)", "activation_reserve_gib", "0.0"),
+                                   ("SrvProfTokens", "Profile run kept out of the KV cache (tokens; 0: none)",
+                                    "profile_tokens", "#,##0"),
                                    ("SrvKvRes", "KV cache per request", "kv_reservation", None),
                                    ("SrvQuantFactor", "Bandwidth factor for weight-only quantised formats",
                                     "quantized_factor", "0.00"),
@@ -216,7 +220,10 @@ def _group_rows(prompt: str, out: str) -> list[tuple[str, str, str | None, str |
          "0.00"),
         ("Weights per GPU (GiB)", "wgib", "SrvWeightBytes/{c}{n}/SrvK_GiB", st.GB),
         ("Memory the engine uses (GiB)", "usable", 'SrvMemory*IF(SrvMemRule="total",SrvMemFrac,1)', st.GB),
-        ("Left after weights and reserve (GiB)", "left", "{c}{usable}-{c}{wgib}-SrvReserve", st.GB),
+        ("Profile run's peak (GiB)", "profile",
+         "IF(SrvProfTokens>0,(SrvProfTokens*(2*SrvHidden+SrvMlpValues/{c}{split})*2+2*MIN(IF(SrvCap>0,SrvCap,"
+         "SrvProfTokens),SrvProfTokens)*SrvVocab*4)/SrvK_GiB,0)", st.GB),
+        ("Left after weights and reserve (GiB)", "left", "{c}{usable}-{c}{wgib}-SrvReserve-{c}{profile}", st.GB),
         ("KV budget (GiB)", "budget", 'MAX(0,{c}{left})*IF(SrvMemRule="free",SrvMemFrac,1)', st.GB),
         ("KV cache per request (GiB)", "perseq", "SrvKvValues*SrvKvWidth*SrvLtKv*{c}{repl}/{c}{n}/SrvK_GiB", "0.000"),
         ("Requests whose KV cache fits", "fits", "INT({c}{budget}/{c}{perseq})", "#,##0"),

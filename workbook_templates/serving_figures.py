@@ -61,6 +61,9 @@ SHAPE_COLUMNS = [
     ("gemm_share", "Share of an expert in its first GEMM (gate+up 2/3, or up 1/2)",
      lambda m: moe.gemm_shares(m)[0], "0.000"),
     ("layers", "Layers", lambda m: m.layers, "0"),
+    ("mlp_values", "Values a token holds in the MLP block at its peak beside 2 x hidden: 3 (ungated 2) x FFN width",
+     lambda m: (3 if m.gated_mlp else 2) * capacity.ffn_width(m), "#,##0"),
+    ("vocab", "Vocabulary (rows of logits)", lambda m: m.dim("vocab"), "#,##0"),
     ("hidden", "Hidden size", lambda m: m.hidden, "#,##0"),
     ("heads", "Attention heads", lambda m: m.heads, "0"),
     ("head_dim", "Head size", lambda m: m.head_size, "0"),
@@ -79,6 +82,7 @@ ENGINE_COLUMNS = [  # engine profile fields the calculation reads
     ("multi_gpu", "Several GPUs", None), ("moe_parallel", "MoE layers over a group", None),
     ("memory_rule", "Memory rule", None),
     ("memory_fraction", "Memory share", "0.00"), ("activation_reserve_gib", "Reserve (GiB)", "0.0"),
+    ("profile_tokens", "Profile run kept out of the KV cache (tokens; 0: none)", "#,##0"),
     ("kv_reservation", "KV per request", None), ("quantized_factor", "Weight-only quantised bandwidth factor", "0.00"),
     ("layer_overhead_us", "Fixed time per layer (us)", "0.0"), ("step_overhead_us", "Fixed time per step (us)", "0.0"),
     ("sequence_overhead_us", "CPU time per running sequence per step (us; blank: overlapped)", "0.0"),
@@ -162,7 +166,7 @@ def engines_sheet(book: Book):
         ws.cell(row=bits_row, column=first_mm + i, value=bits)
     book.define("Eng_matmul_bits", f"'{ENGINES}'!${col(first_mm)}${bits_row}:${col(first_mm + 2)}${bits_row}")
     st.set_widths(ws, {"A": 16, **{col(i): 8 for i in range(2, len(ENGINE_COLUMNS) + 2)},
-                       col(len(ENGINE_COLUMNS) + 2): 26})
+                       col(len(ENGINE_COLUMNS) + 2): 20})
     ws.row_dimensions[2].height = 75
     ws.freeze_panes = "B3"
     ws.print_title_rows = "1:2"

@@ -8,8 +8,8 @@ A profile holds what changes between engines for the same model and GPU:
 - memory rules: the share of GPU memory the engine may use (`memory_rule` "total": weights,
   activations and KV cache share `memory_fraction` of all memory, as vLLM and SGLang do;
   "free": the KV cache gets `memory_fraction` of what is left after the weights, as
-  TensorRT-LLM does), an activation reserve, its batch cap, and whether a request's KV
-  cache is reserved up front (`kv_reservation` "max": prompt + output) or grows (`"mean"`);
+  TensorRT-LLM does), a flat reserve (for vLLM also its profile run: capacity.profile_run_gib), its
+  batch cap, and whether a request's KV cache is reserved up front (`kv_reservation` "max": prompt + output) or grows (`"mean"`);
 - how several GPUs are used (`multi_gpu` "tensor" parallel, or "layer": a pipeline in which
   one GPU works at a time, as llama.cpp and Accelerate's device_map do), and how a tensor-parallel group
   splits mixture-of-experts layers (`moe_parallel` "tensor": a slice of every expert on each GPU, the
@@ -136,6 +136,14 @@ class Engine:
             return False
         lo, hi = (_numbers(part) for part in self.version_range.split("-", 1))
         return (not lo or version >= lo) and (not hi or version[:len(hi)] <= hi)
+
+    @property
+    def profile_tokens(self) -> int:
+        """Tokens of the start-up profile run whose peak the engine keeps out of the KV cache beside the weights:
+        vLLM's forward pass at max_num_batched_tokens (capacity.profile_run_gib); 0: none counted (SGLang and
+        TensorRT-LLM size the cache by their memory shares; a vLLM profile with no token budget, V0, runs
+        max_model_len tokens, which an estimate does not know)."""
+        return (self.max_num_tokens or 0) if self.family == "vLLM" else 0
 
     def batch_cap(self, gpu: Gpu) -> int | None:
         """The engine's own limit on concurrent sequences. vLLM raises its default on GPUs with

@@ -410,8 +410,41 @@ def _weights_gib(model: Model, precision: Precision | str, n_gpus: int, eng: Eng
     return serving.weight_bytes(model, precision) / n_gpus / GIB
 
 
-def _fixed_gib(model: Model, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
-    return _weights_gib(model, precision, n_gpus, eng) + eng.activation_reserve_gib
+def ffn_width(model: Model) -> float:
+    """The MLP width one token passes through: the FFN, or a MoE token's experts (routed and shared) side by
+    side, or the dense layers' FFN where wider."""
+    width = model.dim("ffn")
+    if model.is_moe:
+        width *= (model.experts_per_token or 1) + (model.shared_experts or 0)
+    return max(width, model.dense_ffn or 0)
+
+
+def profile_run_gib(model: Model, gpu: Gpu, n_gpus: int, eng: Engine) -> float:
+    """GiB per GPU a vLLM engine's start-up profile run peaks at beyond the weights, which it subtracts with them
+    before sizing the KV cache (vllm/v1/worker/gpu_worker.py determine_available_memory: total x
+    gpu_memory_utilization - the profile's peak; gpu_model_runner.py profile_run: a forward pass of
+    max_num_batched_tokens tokens, then the sampler on min(max_num_seqs, tokens) rows). The forward peaks in the
+    MLP block: the residual and the block's input (2 x hidden) beside the gate-and-up output and its activation
+    (3 x the FFN width, 2 x ungated, split over the tensor-parallel GPUs), 16-bit values a token; the sampler holds
+    the FP32 logits and their softmax, 2 x rows x vocabulary x 4 bytes, on every GPU. 0 for engines that size their
+    cache another way (Engine.profile_tokens)."""
+    tokens = eng.profile_tokens
+    if not tokens:
+        return 0.0
+    tp = layout(gpu, eng, n_gpus)[0]
+    values = 2 * model.dim("hidden") + (3 if model.gated_mlp else 2) * ffn_width(model) / tp
+    rows = min(eng.batch_cap(gpu) or tokens, tokens)
+    return (tokens * values * 2 + 2 * rows * model.dim("vocab") * 4) / GIB
+
+
+def engine_reserve_gib(model: Model, gpu: Gpu, n_gpus: int, eng: Engine) -> float:
+    """What the engine holds per GPU beside the weights and the KV cache: its flat reserve (CUDA context,
+    workspaces, collective buffers) and, for vLLM, its profile run's peak (profile_run_gib)."""
+    return eng.activation_reserve_gib + profile_run_gib(model, gpu, n_gpus, eng)
+
+
+def _fixed_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
+    return _weights_gib(model, precision, n_gpus, eng) + engine_reserve_gib(model, gpu, n_gpus, eng)
 
 
 def kv_share(model: Model, n_gpus: int, eng: Engine) -> float:
@@ -436,19 +469,19 @@ def no_fit(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng:
            what: str = "") -> NoFit:
     """#NUM! saying by how much a deployment does not fit: what it needs per GPU (weights, the
     engine's reserve, the KV cache asked for) against what the engine's memory rule leaves usable."""
-    weights = _weights_gib(model, precision, n_gpus, eng)
-    fixed = weights + eng.activation_reserve_gib
+    weights, reserve = _weights_gib(model, precision, n_gpus, eng), engine_reserve_gib(model, gpu, n_gpus, eng)
+    fixed = weights + reserve
     usable = usable_gib(gpu, eng, fixed)
     kv = f" + {gib_text(kv_gib)} KV cache{f' ({what})' if what else ''}" if kv_gib else ""
     return NoFit(f"{model.name} at {as_precision(precision).name} does not fit on {n_gpus} x {gpu.name} with "
                  f"{eng.name}: needs {gib_text(fixed + kv_gib)} per GPU ({gib_text(weights)} weights + "
-                 f"{eng.activation_reserve_gib:g} GiB reserve{kv}), {usable:.1f} GiB usable on {gpu.name}",
+                 f"{reserve:.1f} GiB engine reserve{kv}), {usable:.1f} GiB usable on {gpu.name}",
                  fixed + kv_gib, usable)
 
 
 def kv_budget_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
     """GiB per GPU the engine gives the KV cache; #NUM! with the figures when the weights do not fit."""
-    fixed = _fixed_gib(model, precision, n_gpus, eng)
+    fixed = _fixed_gib(model, gpu, precision, n_gpus, eng)
     left = usable_gib(gpu, eng, fixed) - fixed
     if left <= 0:
         raise no_fit(model, gpu, precision, n_gpus, eng)
