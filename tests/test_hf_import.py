@@ -141,3 +141,18 @@ def test_quant_method_without_a_catalog_format_counts_as_before():
     config["quantization_config"]["quant_method"] = "some-new-method"
     row = hf_config.model_row(config, "x", "x")
     assert not row.get("quant_format") and not row.get("quant_keep")
+
+
+def _with_quantization(fixture: str, **quantization) -> dict:
+    config = json.loads((CONFIGS / f"{fixture}.json").read_text())
+    config["quantization_config"] = quantization
+    return config
+
+
+def test_autoawq_mixtral_bare_gate_is_the_router():
+    # AutoAWQ's Mixtral class writes modules_to_not_convert ["gate"]: block_sparse_moe.gate, the router
+    config = _with_quantization("Mixtral-8x7B-v0.1", quant_method="awq", bits=4, group_size=128,
+                                modules_to_not_convert=["gate"])
+    row = hf_config.model_row(config, "x", "x")
+    assert row["quant_format"] == "int4"
+    assert "router" in row["quant_keep"]

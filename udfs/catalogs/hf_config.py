@@ -258,8 +258,8 @@ def shape_row(config: dict) -> dict:
 
 # A `modules_to_not_convert` entry (its last dotted names) and the part of the model it keeps at 16 bits
 # (shape.KEEPABLE): gpt-oss's config lists model.layers.*.self_attn, model.layers.*.mlp.router,
-# model.embed_tokens and lm_head.
-KEPT_MODULES = (("self_attn", "attention"), ("mlp.router", "router"), ("mlp.gate", "router"),
+# model.embed_tokens and lm_head; AutoAWQ's Mixtral lists a bare "gate" (block_sparse_moe.gate, the router).
+KEPT_MODULES = (("self_attn", "attention"), ("mlp.router", "router"), ("gate", "router"),
                 ("embed_tokens", "embeddings"), ("lm_head", "head"))
 
 
