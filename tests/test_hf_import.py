@@ -156,3 +156,14 @@ def test_autoawq_mixtral_bare_gate_is_the_router():
     row = hf_config.model_row(config, "x", "x")
     assert row["quant_format"] == "int4"
     assert "router" in row["quant_keep"]
+
+
+@pytest.mark.parametrize("method", ["awq", "gptq"])
+def test_integer_checkpoint_width_follows_bits(method):
+    for bits, fmt in ((4, "int4"), (8, "int8")):
+        row = hf_config.model_row(_with_quantization("Meta-Llama-3-8B", quant_method=method, bits=bits), "x", "x")
+        assert row["quant_format"] == fmt
+    for bits in (3, None, "8"):
+        with pytest.raises(FlopsheetError, match=f"bits '{bits}'"):
+            hf_config.model_row(_with_quantization("Meta-Llama-3-8B", quant_method=method, bits=bits), "x", "x")
+

@@ -262,6 +262,10 @@ def shape_row(config: dict) -> dict:
 KEPT_MODULES = (("self_attn", "attention"), ("mlp.router", "router"), ("gate", "router"),
                 ("embed_tokens", "embeddings"), ("lm_head", "head"))
 
+# Integer methods whose width is the config's `bits` (AutoAWQ and GPTQ write 4 or 8): the catalog format per width.
+INTEGER_METHODS = ("awq", "gptq")
+INTEGER_FORMATS = {4: "int4", 8: "int8"}
+
 
 def _kept_part(module: str) -> str:
     for suffix, part in KEPT_MODULES:
@@ -271,22 +275,37 @@ def _kept_part(module: str) -> str:
                       f"apart; parts counted: {', '.join(s for s, _ in KEPT_MODULES)}")
 
 
+def _format_name(q: dict) -> str | None:
+    """The catalog format of a quantization_config (None: the catalog has none for its method). AWQ and GPTQ
+    take their width from `bits`: 4 is int4, 8 int8; another width is refused, not counted as int4."""
+    method = q["quant_method"].strip().lower()
+    if method in INTEGER_METHODS:
+        bits = q.get("bits")
+        if isinstance(bits, bool) or bits not in INTEGER_FORMATS:
+            raise value_error(f"quantization_config: {method} with bits {quote(str(bits))}; the catalog has "
+                              f"{method} at bits {' or '.join(str(b) for b in INTEGER_FORMATS)} only")
+        return INTEGER_FORMATS[int(bits)]
+    try:
+        return catalog.precision_row(method).name
+    except FlopsheetError:
+        return None
+
+
 def quantization_row(config: dict) -> dict:
     """The checkpoint's own format (quant_format) and the parts it keeps at 16 bits (quant_keep), from
-    `quantization_config`: its quant_method when that names a catalog format (mxfp4, fp8, awq/gptq as int4),
-    and `modules_to_not_convert`. A method the catalog has no format for leaves both blank: every weight then
-    counts in the precision asked, as for a config without quantization."""
+    `quantization_config`: its quant_method when that names a catalog format (mxfp4, fp8; awq/gptq as int4 or
+    int8 by `bits`), and `modules_to_not_convert`. A method the catalog has no format for leaves both blank:
+    every weight then counts in the precision asked, as for a config without quantization."""
     q = config.get("quantization_config")
     if not isinstance(q, dict) or not isinstance(q.get("quant_method"), str):
         return {}
-    try:
-        fmt = catalog.precision_row(q["quant_method"])
-    except FlopsheetError:
+    fmt = _format_name(q)
+    if fmt is None:
         return {}
     modules = q.get("modules_to_not_convert") or []
     if not isinstance(modules, list):
         raise value_error("quantization_config.modules_to_not_convert must be a list of module names")
-    return {"quant_format": fmt.name, "quant_keep": tuple(dict.fromkeys(_kept_part(str(m)) for m in modules))}
+    return {"quant_format": fmt, "quant_keep": tuple(dict.fromkeys(_kept_part(str(m)) for m in modules))}
 
 
 def model_row(config: dict, name: str, source: str, aliases: tuple[str, ...] = ()) -> dict:
