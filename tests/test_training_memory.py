@@ -104,7 +104,8 @@ def test_tensor_and_pipeline_sharding_with_zero():
 def test_zero_sharding_under_pipeline_stages_holds_the_stage_whole(zero):
     """FSDP2 stages under PyTorch's pipelining keep their weights unsharded and their gradients unsynchronised (in
     FP32, the reduce dtype) through a step's microbatches: a pipelined ZeRO-2/3 GPU holds its stage's 16-bit
-    weights and FP32 gradients whole, and only the master copy and Adam moments sharded (2 + 4 + 12/dp B)."""
+    weights and FP32 gradients whole (16-bit without a master copy), and only the master copy and Adam moments sharded
+    (2 + 4 + 12/dp B)."""
     r = tm.training_memory_gib(M70, zero_stage=zero, n_gpus=64, tensor_parallel=8, pipeline_parallel=2)
     held = tm.stage_params(M70, 8, 2)
     assert r["weights"] * GIB == pytest.approx(held * 2)
@@ -112,7 +113,16 @@ def test_zero_sharding_under_pipeline_stages_holds_the_stage_whole(zero):
     assert r["optimizer"] * GIB == pytest.approx(held * 12 / 4)
     pure = tm.training_memory_gib(M70, zero_stage=zero, n_gpus=64, tensor_parallel=8, pipeline_parallel=2,
                                   optimizer_states="bf16", master_weights=False)
-    assert pure["gradients"] * GIB == pytest.approx(held * 4)        # FP32 accumulation, not the weights' BF16
+    assert pure["gradients"] * GIB == pytest.approx(held * 2)        # no mixed precision: BF16 accumulation
+
+
+def test_pipelined_pure_bf16_gradients_llama2_7b():
+    """Llama 2 7B, ZeRO-3 over 8 GPUs in two pipeline stages, pure BF16 (no master copy): each GPU holds its stage's
+    3.37B parameters' gradients at 2 bytes, 6.28 GiB (6.74e9 x 2 / 2 / 2^30), not FP32's 12.55."""
+    r = tm.training_memory_gib(M7, zero_stage=3, n_gpus=8, pipeline_parallel=2, optimizer_states="bf16",
+                               master_weights=False)
+    assert r["gradients"] == pytest.approx(tm.stage_params(M7, 1, 2) * 2 / GIB)
+    assert 6.2 < r["gradients"] < 6.4
 
 
 def test_offload_moves_states_to_cpu():

@@ -250,7 +250,7 @@ def training_memory_gib(model: Model, precision: Precision | str = "bf16", optim
 
     ZeRO shards over the data-parallel GPUs: stage 1 the optimizer states, 2 also the gradients, 3
     also the weights (plus one layer gathered whole); FSDP's SHARD_GRAD_OP is stage 2, FULL_SHARD stage 3.
-    Pipelined, stage 2 or 3 holds the stage's weights and FP32 gradients whole (pipelined_fsdp).
+    Pipelined, stage 2 or 3 holds the stage's weights and gradients (FP32; 16-bit without a master copy) whole (pipelined_fsdp).
     `cpu` is what offload and paged optimizer states keep in CPU memory per GPU (not in `total`); `total`
     is what must fit, `allocated`, `reserved` and `device` what PyTorch and nvidia-smi report (device_memory)."""
     precision = as_precision(precision)
@@ -269,8 +269,6 @@ def training_memory_gib(model: Model, precision: Precision | str = "bf16", optim
     pipelined = pipelined_fsdp(zero_stage, pipeline_parallel, dp, offload)
     if pipelined:
         shard["weights"] = shard["gradients"] = 1
-        states["gradients"] = max(states["gradients"], held * GRAD_BYTES) if not optimizer_in_backward else \
-            states["gradients"]
     parts = {k: states[k] / shard[k] for k in states}
     cpu = 0.0
     if optimizer_states.startswith("paged") or offload != "none":
@@ -301,8 +299,9 @@ def pipelined_fsdp(zero_stage: int, pipeline_parallel: int, dp: int, offload: st
     the stage keeps its parameters unsharded and its gradients unsynchronised (torch/distributed/pipelining/
     stage.py, backward_maybe_with_nosync: set_reshard_after_backward(False), set_requires_gradient_sync(False)),
     and FSDP2 accumulates those unsharded gradients in its reduce dtype (FSDPParam.to_accumulated_grad_if_needed),
-    FP32 in torchtitan's and NeMo Automodel's mixed-precision default (GRAD_BYTES). Only the optimizer states (and
-    the master copy) stay sharded: ZeRO-1 with FP32 gradients."""
+    FP32 in torchtitan's and NeMo Automodel's mixed-precision default (GRAD_BYTES), the weights' own 16 bits in pure
+    16-bit training (no master copy, no mixed-precision policy): the state format's gradient bytes
+    (state_bytes_per_param). Only the optimizer states (and the master copy) stay sharded: ZeRO-1."""
     return zero_stage >= 2 and pipeline_parallel > 1 and dp > 1 and offload == "none"
 
 

@@ -200,8 +200,9 @@ PARALLEL_HELP = "GPUs {} splits the model over (Megatron-style); n_gpus counts e
             Arg("micro_batch", "number", "Sequences per GPU per step", "sequences", default=1, min=1),
             SEQ_LEN,
             Arg("zero_stage", "integer", "DeepSpeed ZeRO stage over the data-parallel GPUs (0 = none; FSDP "
-                "SHARD_GRAD_OP = 2, FULL_SHARD = 3; with pipeline stages 2 and 3 hold the stage's weights and FP32 "
-                "gradients whole, as FSDP2 under PyTorch's pipelining does)", "stage", default=0, min=0, max=3),
+                "SHARD_GRAD_OP = 2, FULL_SHARD = 3; with pipeline stages 2 and 3 hold the stage's weights and "
+                "gradients (FP32; 16-bit without a master copy) whole, as FSDP2 under PyTorch's pipelining does)",
+                "stage", default=0, min=0, max=3),
             replace(N_GPUS, help="GPUs of the job in all: tensor x pipeline x data parallel"),
             Arg("recompute", "choice", "Activation recomputation: none, selective (attention scores; nothing more "
                 "with flash attention), full (layer inputs kept), offload (full, inputs in CPU memory)",
