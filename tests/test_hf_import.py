@@ -167,3 +167,24 @@ def test_integer_checkpoint_width_follows_bits(method):
         with pytest.raises(FlopsheetError, match=f"bits '{bits}'"):
             hf_config.model_row(_with_quantization("Meta-Llama-3-8B", quant_method=method, bits=bits), "x", "x")
 
+
+def test_linear_only_quantizers_keep_embeddings_and_head_at_16_bits():
+    # transformers' AWQ/GPTQ/FP8 quantizers replace nn.Linear only (the nn.Embedding stays) and keep the untied
+    # head by default (get_keys_to_not_convert). Llama 3 8B (Llama 3.1 8B's shape) in AWQ int4, by hand:
+    # embedding and head 2 x 128256 x 4096 at 2 bytes, norms (2 x 32 + 1) x 4096 at 2 bytes, the rest at 0.5.
+    from udfs.catalogs import catalog
+    from udfs.physics import arch
+    model = catalog.model_from_row(hf_config.model_row(
+        _with_quantization("Meta-Llama-3-8B", quant_method="awq", bits=4, group_size=128), "x", "x"))
+    sixteen = 2 * 128256 * 4096 + 65 * 4096
+    assert model.kept_params == sixteen
+    assert arch.weight_bytes(model, "int4") == pytest.approx((model.total_params - sixteen) * 0.5 + sixteen * 2)
+    # GPTQ with lm_head true quantizes the head; FP8 with its own list keeps only what it lists (and the embedding)
+    gptq = hf_config.model_row(_with_quantization("Meta-Llama-3-8B", quant_method="gptq", bits=4, lm_head=True),
+                               "x", "x")
+    assert gptq["quant_keep"] == ("embeddings",)
+    fp8 = hf_config.model_row(_with_quantization("Meta-Llama-3-8B", quant_method="fp8",
+                                                 modules_to_not_convert=["model.layers.0.self_attn"]), "x", "x")
+    assert set(fp8["quant_keep"]) == {"attention", "embeddings"}
+    default_fp8 = hf_config.model_row(_with_quantization("Meta-Llama-3-8B", quant_method="fp8"), "x", "x")
+    assert set(default_fp8["quant_keep"]) == {"embeddings", "head"}

@@ -291,11 +291,30 @@ def _format_name(q: dict) -> str | None:
         return None
 
 
+def _default_kept(q: dict) -> tuple[str, ...]:
+    """Parts transformers leaves at 16 bits whatever the config lists. Its quantizers replace nn.Linear modules
+    only (replace_with_awq_linear, replace_with_fp8_linear; optimum's GPTQ convert_model replaces the linear
+    layers of the decoder blocks only), so the input embedding (an nn.Embedding) is never converted. The output
+    head is kept by default: HfQuantizer.get_modules_to_not_convert adds get_keys_to_not_convert(model) (the
+    untied output embedding) when the config names no modules_to_not_convert, AwqQuantizer always adds it, and
+    GPTQ quantizes it only with `lm_head: true` (GPTQModel's QuantizeConfig, default False). Source:
+    github.com/huggingface/transformers src/transformers/quantizers/{base,quantizer_awq,quantizer_finegrained_fp8}.py
+    and integrations/bitsandbytes.py get_keys_to_not_convert; huggingface/optimum optimum/gptq/quantizer.py
+    (as_of 2026-11-24)."""
+    method = q["quant_method"].strip().lower()
+    if method == "gptq":
+        head = not q.get("lm_head")
+    else:
+        head = method == "awq" or q.get("modules_to_not_convert") is None
+    return ("embeddings", "head") if head else ("embeddings",)
+
+
 def quantization_row(config: dict) -> dict:
     """The checkpoint's own format (quant_format) and the parts it keeps at 16 bits (quant_keep), from
     `quantization_config`: its quant_method when that names a catalog format (mxfp4, fp8; awq/gptq as int4 or
-    int8 by `bits`), and `modules_to_not_convert`. A method the catalog has no format for leaves both blank:
-    every weight then counts in the precision asked, as for a config without quantization."""
+    int8 by `bits`), `modules_to_not_convert`, and the parts transformers never converts (_default_kept). A
+    method the catalog has no format for leaves both blank: every weight then counts in the precision asked,
+    as for a config without quantization."""
     q = config.get("quantization_config")
     if not isinstance(q, dict) or not isinstance(q.get("quant_method"), str):
         return {}
@@ -305,7 +324,8 @@ def quantization_row(config: dict) -> dict:
     modules = q.get("modules_to_not_convert") or []
     if not isinstance(modules, list):
         raise value_error("quantization_config.modules_to_not_convert must be a list of module names")
-    return {"quant_format": fmt, "quant_keep": tuple(dict.fromkeys(_kept_part(str(m)) for m in modules))}
+    listed = [_kept_part(str(m)) for m in modules]
+    return {"quant_format": fmt, "quant_keep": tuple(dict.fromkeys(listed + list(_default_kept(q))))}
 
 
 def model_row(config: dict, name: str, source: str, aliases: tuple[str, ...] = ()) -> dict:
