@@ -674,16 +674,24 @@ def train_config(row: dict[str, str]) -> dict[str, str]:
     return config
 
 
+def _stated(row: dict[str, str], key: str) -> float:
+    """A full-training row's number the memory depends on: never a default (a missing one is a data error)."""
+    value = number(row.get(key) or "")
+    if value is None:
+        raise ValueError(f"memory_measured.csv row {row['model']!r} ({row['method']}) states no {key}")
+    return value
+
+
 def full_training_parts(model, row: dict[str, str]) -> tuple[dict[str, float], str]:
     """TRAINING_MEMORY_GB's parts per GPU for the full-training run the row describes, and how it was asked."""
     c = train_config(row)
     precision = find_precision(row["precision"]) or "bf16"
-    seq, batch = number(row["seq_len"]) or QLORA_FIT_TOKENS, number(row["micro_batch"]) or 1
-    n = int(number(row["num_gpus"]) or 1)
+    seq, batch, n = (_stated(row, key) for key in ("seq_len", "micro_batch", "num_gpus"))
     master, in_bwd, flash = (c[k] == "true" for k in ("master", "in_backward", "flash"))
     parts = training_memory.training_memory_gib(
         model, precision, c["optimizer"], batch, seq, int(c["zero"]), n, c["recompute"], flash, c["states"],
         master, in_bwd, int(c["tp"]), int(c["pp"]), c["offload"], c["loss"])
+    n = int(n)
     layout = f"ZeRO-{c['zero']} over {n} GPUs, tp {c['tp']} pp {c['pp']}" if n > 1 else "1 GPU"
     how = (f"TRAINING_MEMORY_GB {precision} weights, {c['optimizer']} with {c['states']} states, "
            f"{'an' if master else 'no'} FP32 master copy{', optimizer in backward' if in_bwd else ''}, "
@@ -712,11 +720,13 @@ def compare_full_training(ref: str, what: str, model, row: dict[str, str]) -> li
     return out
 
 
-def compare_full_fit(what: str, model, row: dict[str, str]) -> Comparison:
+def compare_full_fit(what: str, model, row: dict[str, str]) -> Comparison | Skip:
     """A full-training run stated to fit (it ran) or to run out of memory ("OOM") against its GPU:
     TRAINING_MEMORY_GB's total (allocated + the CUDA context) for its configuration."""
-    parts, how = full_training_parts(model, row)
     gpu = find_gpu(row["gpu"])
+    if gpu is None:
+        return Skip(what, f"GPU '{row['gpu']}' is not in the catalog: no memory to fit in")
+    parts, how = full_training_parts(model, row)
     fits = row["peak_gpu_mem_gb"].strip().upper() != "OOM"
     return Comparison("fit", what, fits, parts["total"] <= gpu.memory_gb, "fits",
                       f"{how} gives {parts['total']:.1f} GiB of {gpu.memory_gb:g}")
@@ -788,9 +798,15 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
         gpu_mem = number(row["gpu"]) if re.search(r"\d+\s*GB", row["gpu"]) else None
 
         if model and method.startswith("full") and peak.lower() in ("fits", "oom") and (row.get("train_config") or "").strip():
-            out.append(compare_full_fit(what, model, row))
-        elif "full fine-tuning" in method and peak.upper() == "OOM":
-            params = model.params if model else number(row["params_b"]) * 1e9
+            verdict = compare_full_fit(what, model, row)
+            if isinstance(verdict, Skip):
+                skipped.append(verdict)
+            else:
+                out.append(verdict)
+        elif model is None and "full fine-tuning" in method and peak.upper() == "OOM":
+            # a model outside the catalog has no layers to size a step from: only the bound its
+            # parameter count sets (the model states alone) can judge an out-of-memory run
+            params = number(row["params_b"]) * 1e9
             states = sum(training_memory.model_state_bytes(params, "bf16", "adamw").values()) / GIB
             gpu = find_gpu(row["gpu"])
             out.append(Comparison("fit", what, False, states <= gpu.memory_gb, "fits",
@@ -823,14 +839,6 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
             continue                      # scored by compare_adapters
         elif model and (row.get("measured") or "").strip() and method.startswith("full"):
             out += compare_full_training(ref, what, model, row)
-        elif model and method.startswith("full fine-tuning (fsdp") and peak.lower() == "fits":
-            gpu, n = find_gpu(row["gpu"]), int(number(row["num_gpus"]))
-            precision = find_precision(row["precision"]) or "bf16"
-            est = training_memory.training_memory_gib(model, precision, "adamw", 1, QLORA_FIT_TOKENS, 3, n,
-                                                      "full")["total"]
-            out.append(Comparison("fit", what, True, est <= gpu.memory_gb, "fits",
-                                  f"TRAINING_MEMORY_GB ({precision} weights, AdamW, ZeRO-3 over {n}, full recompute, "
-                                  f"1 x {QLORA_FIT_TOKENS} tokens) gives {est:.1f} GiB of {gpu.memory_gb:g}"))
         elif method.startswith("inference kv cache") and model:
             out.append(compare_kv_capacity(what, model, row))
         elif "inference weights (vllm)" in method and model:

@@ -216,3 +216,41 @@ def test_kv_capacity_rows_are_scored_with_their_own_engine_and_memory_share(repo
                                         int(r["num_gpus"]), eng)
         assert c.estimate == pytest.approx(budget)
     assert len(shares) > 1          # the rows' own shares, not one default
+
+
+def _full_fit_row(**changes) -> dict[str, str]:
+    row = {"model": "Llama 2 70B", "method": "full fine-tuning (FSDP FULL_SHARD)", "precision": "BF16",
+           "gpu": "A100 80GB", "num_gpus": "16", "peak_gpu_mem_gb": "fits", "seq_len": "2048", "micro_batch": "1",
+           "train_config": "zero=3; recompute=full"}
+    return {**row, **changes}
+
+
+def test_a_full_training_fit_row_on_a_gpu_outside_the_catalog_is_skipped_with_its_reason():
+    model = accuracy.find_model("Llama 2 70B")
+    skip = accuracy.compare_full_fit("ref | row", model, _full_fit_row(gpu="Imaginary 99GB"))
+    assert isinstance(skip, accuracy.Skip) and "Imaginary 99GB" in skip.reason
+    out, skipped = accuracy.compare_memory([("memory_measured.csv:99", _full_fit_row(gpu="Imaginary 99GB"))])
+    assert not out and len(skipped) == 1 and "not in the catalog" in skipped[0].reason
+
+
+@pytest.mark.parametrize("field", ["seq_len", "micro_batch", "num_gpus"])
+def test_a_full_training_row_missing_a_number_the_memory_needs_is_refused_by_name(field):
+    model = accuracy.find_model("Llama 2 70B")
+    with pytest.raises(ValueError, match=f"Llama 2 70B.*{field}"):
+        accuracy.full_training_parts(model, _full_fit_row(**{field: ""}))
+
+
+def test_every_full_training_verdict_on_a_catalog_model_comes_from_the_rows_own_configuration(report):
+    """Every full-training fit row whose model is in the catalog states its train_config, sequence and batch (no
+    configuration is assumed in the tool); only a model outside the catalog is judged by the bound its
+    parameter count sets (model states alone)."""
+    rows = accuracy.read_rows(accuracy.default_measured_dir(), "memory_measured.csv")
+    fits = {c.row.split(" ", 1)[0]: c for c in report.of("fit")}
+    for ref, r in rows:
+        if not (r["method"].lower().startswith("full") and r["peak_gpu_mem_gb"].strip().lower() in ("fits", "oom")):
+            continue
+        if accuracy.find_model(r["model"]) is None:
+            assert "model states alone" in fits[ref].note
+            continue
+        assert (r.get("train_config") or "").strip() and r["seq_len"] and r["micro_batch"], ref
+        assert f"{int(r['micro_batch'])} x {int(r['seq_len']):,} tokens" in fits[ref].note, ref
