@@ -297,7 +297,10 @@ def _stated(eng: engines.Engine, note: str) -> tuple[engines.Engine, str]:
 # tokens are dropped (vLLM vllm/benchmarks/datasets.py is_valid_sequence: max_prompt_len 1024, max_total_len
 # 2048, the pruning of benchmark_serving.py's sample_sharegpt_requests; sgl-project/sglang
 # python/sglang/bench_serving.py sample_sharegpt_requests: the same rule; read 2026-11-24), so an answer is at
-# most 2,048 - prompt tokens. The random data set: `--random-output-len L` asks for L tokens (range ratio 0 by
+# most 2,048 - prompt tokens. The client applies that per request, to each request's own prompt; a row records
+# only its MEAN prompt, so the cap here is 2,048 - the mean prompt, an assumption: with long-tailed prompts a
+# request whose prompt is longer than the mean may answer less than this cap, and one with a shorter prompt more
+# (up to 2,048 - the shortest prompt). The random data set: `--random-output-len L` asks for L tokens (range ratio 0 by
 # default), answers may stop early at the end of sequence, never later.
 SHAREGPT_MAX_TOTAL_TOKENS = 2048
 
@@ -310,14 +313,15 @@ def _answer_cap(row: dict[str, str], prompt: float) -> tuple[float | None, str]:
         cap = float(random_len.group(1))
         return cap, (f"answers at most {cap:g} tokens (--random-output-len), spread as an exponential truncated "
                      "there with the row's mean")
-    fixed = re.search(r"benchmark_throughput\.py.*?(?<!random)--output-len\s+(\d+)", text)
+    fixed = re.search(r"benchmark_throughput\.py.*?--output-len\s+(\d+)", text)
     if fixed:            # vLLM's benchmark_throughput.py samples with ignore_eos and max_tokens = the output length
         cap = float(fixed.group(1))
         return cap, f"every answer {cap:g} tokens (benchmark_throughput.py ignores the end of sequence)"
     if "sharegpt" in text.lower():
         cap = SHAREGPT_MAX_TOTAL_TOKENS - prompt
         return cap, (f"ShareGPT answers at most {cap:g} tokens (the client drops prompt + answer over "
-                     f"{SHAREGPT_MAX_TOTAL_TOKENS:,}), spread as an exponential truncated there with the row's mean "
+                     f"{SHAREGPT_MAX_TOTAL_TOKENS:,} per request; the cap here is from the row's mean prompt, an "
+                     "assumption), spread as an exponential truncated there with the row's mean "
                      "(an assumed shape: no published length distribution of this sample)")
     return None, "the answers' spread is not recorded: every answer the row's mean (no tail)"
 

@@ -1,7 +1,6 @@
 """The serving estimates meet the issue's targets out of sample on the measured rows, and the
 constants chosen from rows are the ones the stated rule picks."""
 
-import csv
 import functools
 import re
 import statistics
@@ -179,8 +178,7 @@ def test_the_docs_state_the_mlperf_v51_rows_as_the_report_finds_them(evaluated):
     it gives, AMD's within the range it gives (the v5.1 MoE rows have a paragraph of their own)."""
     results, _, _ = evaluated
     page = " ".join((Path(__file__).resolve().parents[1] / "docs" / "accuracy.md").read_text(encoding="utf-8").split())
-    rows = [r for r in results if "inference_results_v5.1" in (DIRECTORY / "inference_measured.csv").read_text(
-        encoding="utf-8").splitlines()[int(r.case.ref.split(":")[1]) - 1] and not r.case.model.is_moe]
+    rows = [r for r in results if "inference_results_v5.1" in _source(r) and not r.case.model.is_moe]
     nvidia = sorted(-r.out_of_sample for r in rows if r.case.gpu.vendor == "NVIDIA")
     amd = sorted(r.out_of_sample for r in rows if r.case.gpu.vendor == "AMD")
     assert nvidia and amd and nvidia[0] > 0
@@ -289,14 +287,14 @@ def test_a_burst_gains_with_its_requests_towards_the_steady_state(evaluated):
 
 
 @functools.lru_cache(maxsize=1)
-def _measured_rows() -> tuple[dict[str, str], ...]:
-    with (DIRECTORY / "inference_measured.csv").open(newline="", encoding="utf-8") as handle:
-        return tuple(csv.DictReader(handle))
+def _measured_rows() -> dict[str, dict[str, str]]:
+    """The measured rows by the reference the tool gives them (its own reader: no line arithmetic)."""
+    return dict(acc.read(DIRECTORY))
 
 
 def _source(result) -> str:
     """The measured row's source cell."""
-    return _measured_rows()[int(result.case.ref.split(":")[1]) - 2]["source"]
+    return _measured_rows()[result.case.ref]["source"]
 
 
 def test_the_docs_state_the_mlperf_v51_moe_rows_as_the_report_finds_them(evaluated):
@@ -384,4 +382,30 @@ def test_a_row_is_scored_with_the_engine_settings_its_note_states(evaluated):
 
 def _note(result) -> str:
     """The measured row's note cell."""
-    return _measured_rows()[int(result.case.ref.split(":")[1]) - 2]["note"]
+    return _measured_rows()[result.case.ref]["note"]
+
+
+def _ttft_row(metric: str) -> dict[str, str]:
+    """A synthetic first-token row (the shape of vLLM PR #20759's rows) with the given metric text."""
+    return {"model": "Llama 3.1 70B", "params_b": "70", "precision": "BF16", "gpu": "B200 180GB", "num_gpus": "4",
+            "engine": "vLLM V1", "batch_size": "", "input_len": "550", "output_len": "150", "metric": metric,
+            "value": "50", "unit": "ms", "source": "synthetic", "note": ""}
+
+
+@pytest.mark.parametrize("wording", ["at concurrency", "at max-concurrency"])
+def test_a_time_to_first_token_row_at_a_stated_concurrency_is_scored_as_a_closed_loop(wording):
+    """A first-token row measured with N requests kept in flight ("at concurrency N", "at max-concurrency N") is
+    parsed as a closed loop of N, no request rate, and estimated by capacity.load_ttft with that concurrency:
+    longer than the lone request's prefill and growing with N."""
+    estimates = []
+    for n in (4, 32):
+        case = acc.parse("synthetic.csv:2", _ttft_row(f"mean TTFT {wording} {n} (first-token latency)"))
+        assert isinstance(case, acc.Case), case
+        assert (case.metric, case.concurrency, case.rate, case.prompt, case.answer) == ("prefill", n, None, 550, 150)
+        assert f"{n} in flight, a closed loop" in case.note
+        load = capacity.load_ttft(case.model, case.gpu, case.precision, 550, 150, 4, case.engine, case.kv,
+                                  None, n)
+        estimates.append(acc.estimate(case, case.engine))
+        assert estimates[-1] == pytest.approx(load.ttft_s * 1000)
+    alone = capacity.time_to_first_token_s(case.model, case.gpu, case.precision, 550, 1, 4, case.engine) * 1000
+    assert alone < estimates[0] < estimates[1]
