@@ -177,3 +177,16 @@ def test_spec_texts_are_held_to_the_catalog_ranges():
             udfs.call(*call)
         assert e.value.code == "#NUM!" and e.value.message == f"GPU spec: {refused}"
     assert udfs.call("PARAM_COUNT", "model: 32L d4096 h32/kv8 ffn14336 v128256") == 8030261248
+
+
+@pytest.mark.parametrize("cells, column, words", [
+    ("mxfp5,attention", "quant_format", "unknown precision 'mxfp5'"),
+    ("mxfp4,attention;experts", "quant_keep", "'experts' is not a part"),
+    (",attention", "quant_keep", "quant_format is blank"),
+])
+def test_a_bad_checkpoint_format_is_refused_at_load_naming_the_cell(tmp_path, cells, column, words):
+    # used to load, then every estimate of the model (even at bf16) failed with "unknown precision"
+    folder = _team(tmp_path, "name,layers,hidden,heads,kv_heads,ffn,vocab,source,as_of,quant_format,quant_keep\n"
+                             f"Odd 1B,16,2048,8,8,8192,32000,team,2026-01-01,{cells}\n", "models.csv")
+    check, load = _check_and_load(tmp_path, folder, "MODEL_SIZE_GB", "Odd 1B", "bf16")
+    _same_refusal(check, load, f"models.csv line 2, column {column}", words)

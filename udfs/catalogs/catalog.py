@@ -629,6 +629,7 @@ def validate(folders: list[Path]) -> tuple[dict[str, list], list]:
                      for column, why in private_catalog.row_problems(name, row)]
     problems += _cloud_problems(merged)
     problems += _model_problems(merged["models.csv"])
+    problems += _checkpoint_problems(merged["models.csv"])
     problems += _engine_problems(merged.get("engines.csv", []))
     for name in ("gpus.csv", "models.csv", "engines.csv"):
         index: NameIndex = NameIndex(name)
@@ -669,6 +670,30 @@ def _model_problems(rows) -> list:
         if not complete:
             problems.append(_problem(origin, "params", "give params, or the shape (layers, hidden, heads, "
                                                        "kv_heads, ffn, vocab) to compute it from"))
+    return problems
+
+
+def _checkpoint_problems(rows) -> list:
+    """A private model's checkpoint format must be a known precision and its kept parts ones the counter
+    knows (shape.KEEPABLE): refused here, naming row and column, not at every later estimate of the model
+    as if the precision asked were wrong."""
+    problems = []
+    for row, origin in rows:
+        if origin == private_catalog.PACKAGED:
+            continue
+        fmt = (row.get("quant_format") or "").strip()
+        if fmt:
+            try:
+                precision_row(fmt)
+            except FlopsheetError as e:
+                problems.append(_problem(origin, "quant_format", f"checkpoint format: {e}"))
+        unknown = [part for part in _split(row.get("quant_keep", "")) if part not in shape.KEEPABLE]
+        if unknown:
+            problems.append(_problem(origin, "quant_keep", f"{', '.join(map(quote, unknown))} is not a part a "
+                                     f"checkpoint may keep at 16 bits; parts: {', '.join(shape.KEEPABLE)}"))
+        elif _split(row.get("quant_keep", "")) and not fmt:
+            problems.append(_problem(origin, "quant_keep", "names kept parts but quant_format is blank: give the "
+                                     "checkpoint's format the rest of the weights are in"))
     return problems
 
 
