@@ -393,7 +393,7 @@ def efficiency_cells(rows: list[TrainingRow], as_of: str = "") -> list[teff.Cell
 
 def routed(r: TrainingRow) -> bool:
     """A MoE row the step model adds the routing of (moe_seconds): its shape carries the catalog model."""
-    return r.moe and r.shape is not None and r.shape.moe is not None
+    return r.moe and r.shape is not None and r.shape.routed_model is not None
 
 
 def efficiency_out_of_fold(rows: list[TrainingRow]):

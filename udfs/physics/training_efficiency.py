@@ -136,12 +136,13 @@ class Shape:
     hidden: int
     attention_width: int  # query heads x head size: the width of QKᵀ and AV
     seq_len: int
-    moe: Model | None = None      # a mixture-of-experts model whose routing moe_seconds reads (top-k, MoE layers)
+    routed_model: Model | None = None   # a mixture-of-experts model whose routing moe_seconds reads (top-k, MoE layers)
     expert_parallel: int = 0      # GPUs its experts are spread over; 0: expert_group's rule
 
     def text(self) -> str:
-        routed = "" if self.moe is None else \
-            f", top-{self.moe.experts_per_token} of {self.moe.n_experts} experts in {self.moe.moe_layer_count} layers" + \
+        m = self.routed_model
+        routed = "" if m is None else \
+            f", top-{m.experts_per_token} of {m.n_experts} experts in {m.moe_layer_count} layers" + \
             (f" over EP{self.expert_parallel}" if self.expert_parallel else "")
         return f"{self.layers} layers x {self.hidden} hidden, {self.seq_len:,}-token sequences{routed}"
 
@@ -192,7 +193,7 @@ def expert_group(shape: Shape, gpu: Gpu) -> int:
     size is unknown."""
     if shape.expert_parallel:
         return shape.expert_parallel
-    experts = shape.moe.n_experts if shape.moe is not None and shape.moe.n_experts else 1
+    experts = shape.routed_model.n_experts if shape.routed_model is not None and shape.routed_model.n_experts else 1
     cap = max(1, min(experts, gpu.system_gpus or 1))
     return max(d for d in range(1, cap + 1) if experts % d == 0)
 
@@ -202,7 +203,7 @@ def moe_seconds(shape: Shape, gpu: Gpu) -> float:
     permutes (moe.routing_seconds, forward, and the same bytes again for the gradients) at the memory bandwidth,
     and four all-to-alls per MoE layer (dispatch and combine forward, their gradients backward: exchange_seconds)
     for a micro-batch of one sequence, all exposed. 0 for a dense model."""
-    model = shape.moe
+    model = shape.routed_model
     if model is None or not model.is_moe:
         return 0.0
     routing = 2 * moe.routing_seconds(model, 1, gpu.bandwidth_tbs * 1e12)
@@ -351,23 +352,25 @@ def _fp8_ratio(cells, gpu: Gpu, shape: Shape, arch: str) -> tuple[float, str]:
     return FP8_FALLBACK, "FP8_FALLBACK: no faster than bf16"
 
 
-def lookup(gpu: Gpu, shape: Shape, precision: str, moe: bool, scope: str,
+def lookup(gpu: Gpu, shape: Shape, precision: str, is_moe: bool, scope: str,
            cells: tuple[Cell, ...] | list[Cell] | None = None) -> Efficiency:
     """The MFU for one configuration from `cells` (the shipped table by default), with its basis."""
     cells = shipped() if cells is None else cells
     prec = table_precision(precision)
-    arch = "MoE" if moe else "dense"
+    arch = "MoE" if is_moe else "dense"
     steps = [] if precision in (prec, "fp16") else [f"no {precision} cells: the {prec} cells"]
     own = [c for c in cells if (c.generation, c.precision, c.architecture) == (generation_of(gpu), prec, arch)]
     if prec == "fp8" and not [c for c in own if c.scope in (scope, "steady")]:
-        bf16 = lookup(gpu, shape, "bf16", moe, scope, cells)
+        bf16 = lookup(gpu, shape, "bf16", is_moe, scope, cells)
         ratio, why = _fp8_ratio(cells, gpu, shape, arch)
         return Efficiency(bf16.mfu * ratio, f"{bf16.basis}; no fp8 cell: the bf16 figure x {ratio:.3f} ({why})", False)
-    if moe and shape.moe is None:      # a MoE share holds the routing apart: not for a model whose routing is unknown
+    if shape.routed_model is not None:
+        # a MoE share is chosen from rows whose routing is not modelled (accuracy.efficiency_cells), so it holds the
+        # routing in: a shape whose routing moe_seconds adds takes the dense share instead (_moe_from_dense)
         cells = [c for c in cells if (c.architecture, c.scope) != ("MoE", "steady")]
         own = [c for c in own if c.scope != "steady"]
-    found = _figure(cells, gpu, shape, prec, arch, scope) if (own or not moe) else None
-    if found is None and moe:
+    found = _figure(cells, gpu, shape, prec, arch, scope) if (own or not is_moe) else None
+    if found is None and is_moe:
         found = _moe_from_dense(cells, gpu, shape, prec, scope)
     if found is None or not math.isfinite(found[0]) or found[0] <= 0:
         raise na_error(f"no training efficiency for {generation_of(gpu)} {precision} {scope}: no measured cell and "
@@ -379,11 +382,11 @@ def _moe_from_dense(cells, gpu: Gpu, shape: Shape, prec: str, scope: str) -> tup
     """A MoE model without a MoE cell in its generation: steady, the dense share with the model's routing and
     expert exchange by physics (the shape carries them: moe_seconds); a whole run, or a model whose routing is
     not known, the dense figure x MOE_TRAINING_EFFICIENCY."""
-    if scope == "steady" and shape.moe is not None:
+    if scope == "steady" and shape.routed_model is not None:
         dense = _figure(cells, gpu, shape, prec, "dense", scope)
         return None if dense is None else (dense[0], dense[1] + [
             "no MoE share: the dense share, the routing and expert all-to-alls by physics (moe_seconds)"], False)
-    dense = _figure(cells, gpu, replace(shape, moe=None), prec, "dense", scope)
+    dense = _figure(cells, gpu, replace(shape, routed_model=None), prec, "dense", scope)
     return None if dense is None else (dense[0] * cal.MOE_TRAINING_EFFICIENCY, dense[1] + [
         f"no MoE cell: the dense figure x MOE_TRAINING_EFFICIENCY {cal.MOE_TRAINING_EFFICIENCY:g}"], False)
 
