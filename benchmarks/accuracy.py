@@ -330,7 +330,7 @@ def row_shape(row: dict[str, str], model: catalog.Model | None, params: float) -
     if routed and not group:
         notes.append("expert parallelism not stated: a server's GPUs")
     return teff.Shape(params, layers or layout.layers, hidden or layout.hidden, width, seq or defaults.SEQ_LEN,
-                      routed, int(group[1]) if group else 0), "; ".join(notes)
+                      routed, int(group[1]) if group else 0, _int(row.get("gpu_count")) or 0), "; ".join(notes)
 
 
 def six_n_mfu(reported: float, counted: str, row: dict[str, str], shape: teff.Shape, params: float) -> float:

@@ -13,6 +13,7 @@ import pytest
 import udfs
 from benchmarks import accuracy
 from udfs.catalogs import catalog
+from udfs.errors import MissingFigure
 from udfs.physics import calibration as cal, collectives
 from udfs.physics import training_efficiency as teff
 from udfs.planning import picker
@@ -207,6 +208,20 @@ def test_moe_routing_is_physics_with_its_layout():
     assert teff.exchange_seconds(QWEN3, H100, 32, tokens) < copies
     assert teff.mfu_at(across, H100, "bf16", 0.43) < teff.mfu_at(inside, H100, "bf16", 0.43) < \
         teff.mfu_at(teff.Shape(**{**inside.__dict__, "routed_model": None}), H100, "bf16", 0.43)
+
+
+def test_the_default_expert_group_needs_the_server_size_and_fits_the_job():
+    """No server size in the catalog: #N/A naming system_gpus, not a silent one-GPU group with no all-to-all; a job
+    of 4 GPUs spreads Qwen3's 128 experts over at most 4, not over the 8 of an H100 server."""
+    import dataclasses
+    shape = teff.shape_of(QWEN3, 4096)
+    unknown = dataclasses.replace(H100, system_gpus=None)
+    with pytest.raises(MissingFigure, match="system_gpus"):
+        teff.expert_group(shape, unknown)
+    with pytest.raises(MissingFigure, match="system_gpus"):
+        teff.lookup(unknown, shape, "bf16", True, "steady", CELLS)
+    assert teff.expert_group(dataclasses.replace(shape, job_gpus=4), H100) == 4
+    assert teff.expert_group(dataclasses.replace(shape, job_gpus=64), H100) == 8
 
 
 def test_a_moe_model_without_a_moe_share_takes_the_dense_share_with_its_routing():

@@ -138,6 +138,7 @@ class Shape:
     seq_len: int
     routed_model: Model | None = None   # a mixture-of-experts model whose routing moe_seconds reads (top-k, MoE layers)
     expert_parallel: int = 0      # GPUs its experts are spread over; 0: expert_group's rule
+    job_gpus: int = 0             # GPUs of the whole job where known (caps expert_group's rule); 0: not known
 
     def text(self) -> str:
         m = self.routed_model
@@ -189,12 +190,14 @@ def expert_group(shape: Shape, gpu: Gpu) -> int:
     """GPUs a MoE layer's experts are spread over: the layout's where it is stated, else the largest group of one
     server's GPUs (the catalog's system_gpus; NVL72 on GB200) that splits the experts evenly (128 experts on GB200:
     64): expert parallelism kept inside the GPU fabric, as the Megatron-Core MoE recipes lay out three of their four
-    H100 layouts of Qwen3-235B-A22B (EP8 on 8-GPU servers; yanring/Megatron-MoE-ModelZoo). One GPU where the server
-    size is unknown."""
+    H100 layouts of Qwen3-235B-A22B (EP8 on 8-GPU servers; yanring/Megatron-MoE-ModelZoo), and no more GPUs than the
+    job has where it is known (shape.job_gpus). A server size the catalog lacks is #N/A naming system_gpus (one GPU
+    would mean no all-to-all at all)."""
     if shape.expert_parallel:
         return shape.expert_parallel
     experts = shape.routed_model.n_experts if shape.routed_model is not None and shape.routed_model.n_experts else 1
-    cap = max(1, min(experts, gpu.system_gpus or 1))
+    server = int(gpu.need("system_gpus", "a MoE model's default expert-parallel group (one server's GPUs)"))
+    cap = max(1, min(experts, server, shape.job_gpus or server))
     return max(d for d in range(1, cap + 1) if experts % d == 0)
 
 
