@@ -93,12 +93,25 @@ def test_a_source_is_scored_on_a_table_chosen_without_it(rows):
         assert cited, source
 
 
-def test_out_of_sample_error_within_targets(report):
-    # issue 20's targets: whole-run GPU-hours <= 20%; training throughput (steady MFU, 6·N basis) <= 10%.
-    # Whole-run hours: a known miss at the shipped deal, 20.7% (docs/accuracy.md: no estimate changed, the MoE rows
-    # of a new source re-dealt the source folds; median 12.4% over 30 deals). Held at 25% until it meets 20% again.
-    assert len(report.of("training_hours")) >= 8 and report.median_ape("training_hours", True) <= 0.25
+def test_out_of_sample_steady_mfu_within_issue_20s_target(report):
+    # issue 20's target for training throughput (steady MFU, 6·N basis): <= 10% out of sample.
     assert len(report.of("mfu")) >= 40 and report.median_ape("mfu", True) <= 0.10
+
+
+@pytest.mark.xfail(strict=True, reason="known miss: whole-run GPU-hours 20.7% out of sample at the shipped fold "
+                   "deal (docs/accuracy.md: no estimate changed, a new source re-dealt the source folds; median "
+                   "12.4% over 30 deals). Passes, and so fails as strict, once it meets issue 20's 20% again")
+def test_out_of_sample_whole_run_gpu_hours_within_issue_20s_target(report):
+    assert len(report.of("training_hours")) >= 8 and report.median_ape("training_hours", True) <= 0.20
+
+
+# The whole-run figure where it stands today (20.7%), and a small margin: a further slide fails here.
+WHOLE_RUN_HOURS_GUARD = 0.215
+
+
+def test_out_of_sample_whole_run_gpu_hours_slides_no_further(report):
+    assert len(report.of("training_hours")) >= 8
+    assert report.median_ape("training_hours", True) <= WHOLE_RUN_HOURS_GUARD
 
 
 CELLS = [teff.Cell("Hopper", "bf16", "any", "dense", "steady", 0.45, 3, "a", "2026-01-01"),
