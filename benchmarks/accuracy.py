@@ -1078,15 +1078,32 @@ class Group:
     low: float
     high: float
     right: int = 0
+    least: float = 0.0      # the smallest and largest signed out-of-sample error
+    most: float = 0.0
 
 
 def group_of(rows: list[Comparison]) -> Group | None:
     if not rows:
         return None
     low, high = evidence.band_of([c.error_out for c in rows])
+    errors = [c.error_out for c in rows]
     return Group(len(rows), statistics.median(abs(c.error) for c in rows),
-                 statistics.median(abs(c.error_out) for c in rows), low, high,
-                 sum(1 for c in rows if c.error == 0))
+                 statistics.median(abs(e) for e in errors), low, high,
+                 sum(1 for c in rows if c.error == 0), min(errors), max(errors))
+
+
+# A group of fewer rows than this shows its rows' signed errors (one, or the range), not a median: the
+# median of two is their midpoint, which no row has (kv_capacity's two vLLM V1 rows: +77% and +612%).
+README_MEDIAN_FROM = 3
+
+
+def readme_cell(value: str, g: Group) -> str:
+    """A regime's README cell: median |error| out of sample (rows), or its rows' signed errors when few."""
+    if g.rows >= README_MEDIAN_FROM:
+        return f"{value} {g.outside:.1%} ({g.rows})"
+    if g.rows == 1:
+        return f"{value} {g.least:+.1%} (1)"
+    return f"{value} {g.least:+.0%} to {g.most:+.0%} ({g.rows})"
 
 
 def breakdown(report: Report, metric: str) -> list[tuple[str, str, Group | None]]:
@@ -1125,7 +1142,8 @@ def format_breakdown(report: Report) -> list[str]:
 
 def readme_table(report: Report) -> str:
     """The README's accuracy table: every metric out of sample, then by regime (tested against the report)."""
-    lines = ["| what is estimated | by | rows | median error out of sample (in sample); by regime: out of sample (rows) |",
+    lines = ["| what is estimated | by | rows | median error out of sample (in sample); by regime: out of sample "
+             "(rows; under 3 rows, their signed errors) |",
              "|---|---|---|---|"]
     for metric, title in METRICS.items():
         parts = breakdown(report, metric)
@@ -1141,7 +1159,7 @@ def readme_table(report: Report) -> str:
             if not groups or (dimensions == ("vendor",) and len(groups) == 1):
                 continue            # one vendor measured: its line would repeat the "all" line
             cells = [f"{v} none" if g is None else f"{v} {g.right}/{g.rows} right" if boolean else
-                     f"{v} {g.outside:.1%} ({g.rows})" for v, g in groups]
+                     readme_cell(v, g) for v, g in groups]
             named = " / ".join(d for d in dimensions if any(dd == d and v != "-" for dd, v, _ in parts))
             lines.append(f"| | {named} | | {' · '.join(cells)} |")
     return "\n".join(lines)

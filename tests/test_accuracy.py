@@ -254,3 +254,14 @@ def test_every_full_training_verdict_on_a_catalog_model_comes_from_the_rows_own_
             continue
         assert (r.get("train_config") or "").strip() and r["seq_len"] and r["micro_batch"], ref
         assert f"{int(r['micro_batch'])} x {int(r['seq_len']):,} tokens" in fits[ref].note, ref
+
+
+def test_a_readme_regime_of_fewer_than_3_rows_shows_its_rows_signed_errors_not_a_median(report):
+    """Two rows' median is their midpoint, which no row has: the README shows one row's signed error, or two
+    rows' range; three rows and more their median |error| out of sample."""
+    assert accuracy.readme_cell("X", accuracy.Group(1, 0.1, 0.103, 0.103, 0.103, 0, 0.103, 0.103)) == "X +10.3% (1)"
+    assert accuracy.readme_cell("X", accuracy.Group(2, 0, 3.944, 1.3, 5.6, 0, 0.77, 6.12)) == "X +77% to +612% (2)"
+    assert accuracy.readme_cell("X", accuracy.Group(3, 0, 0.2, -0.1, 0.3, 0, -0.2, 0.4)) == "X 20.0% (3)"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    vllm_v1 = sorted(c.error_out for c in report.of("kv_capacity") if c.config.engine == "vLLM")
+    assert len(vllm_v1) == 2 and f"vLLM {vllm_v1[0]:+.0%} to {vllm_v1[1]:+.0%} (2)" in readme
