@@ -46,7 +46,7 @@ sys.path.insert(0, str(HERE.parent))   # run as a script from a checkout
 
 from benchmarks import folds  # noqa: E402
 from udfs.catalogs import catalog, engines, resolve  # noqa: E402
-from udfs.physics import calibration, capacity, defaults, evidence, serving, training, training_memory  # noqa: E402
+from udfs.physics import arch, calibration, capacity, defaults, evidence, serving, training, training_memory  # noqa: E402
 from udfs.physics import training_efficiency as teff  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 from udfs.units import GIB  # noqa: E402
@@ -850,7 +850,7 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
         elif method == "inference weights" and model:
             precision = find_precision(row["precision"])
             n = int(number(row["num_gpus"]))
-            est = serving.weight_bytes(model, precision) / 1e9
+            est = arch.weight_bytes(model, precision) / 1e9
             out.append(Comparison("memory", what + " | total weights", float(peak), est, "GB (10^9 B)",
                                   config=_memory_config(model, row, n)))
         else:

@@ -146,9 +146,9 @@ def test_quantized_checkpoint_reads_its_16_bit_parts_at_16_bits():
     model = catalog.model("gpt-oss-120b")
     assert serving.streamed_bytes(model, "mxfp4", 0) == pytest.approx(serving.streamed_params(model, 0) * 2)
     experts = model.expert_params * model.n_experts
-    assert serving.weight_bytes(model, "mxfp4") == pytest.approx(experts * 4.25 / 8
+    assert arch.weight_bytes(model, "mxfp4") == pytest.approx(experts * 4.25 / 8
                                                                  + (model.total_params - experts) * 2)
     # a model with no quantization_config: the precision asked, for every weight
     llama = catalog.model("Llama 2 7B")
     assert serving.streamed_bytes(llama, "int4", 8) == serving.streamed_params(llama, 8) * 0.5
-    assert serving.weight_bytes(llama, "int4") == llama.total_params * 0.5
+    assert arch.weight_bytes(llama, "int4") == llama.total_params * 0.5

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 
 from . import calibration as cal
-from . import collectives, defaults, moe, queueing, serving
+from . import arch, collectives, defaults, moe, queueing, serving
 from .arch import decode_attention_width, kv_cache_bytes
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..catalogs.engines import Engine, engine as engine_profile
@@ -295,7 +295,7 @@ def _shared_s(model: Model, gpu: Gpu, precision: Precision, n_gpus: int, eng: En
 def _read_bytes(model: Model, precision: Precision, n_gpus: int, eng: Engine, split: int, dp: bool) -> float:
     """Weight bytes one GPU reads in a pass over the model: its own share under data-parallel attention, else
     the weights split over the group (a layer pipeline reads them all, one GPU at a time)."""
-    return _weights_gib(model, precision, n_gpus, eng) * GIB if dp else serving.weight_bytes(model, precision) / split
+    return _weights_gib(model, precision, n_gpus, eng) * GIB if dp else arch.weight_bytes(model, precision) / split
 
 
 def _first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, batch: float, n_gpus: int,
@@ -407,7 +407,7 @@ def _weights_gib(model: Model, precision: Precision | str, n_gpus: int, eng: Eng
     the rest whole on every GPU (moe.expert_parallel_weight_bytes)."""
     if _dp_attention(model, eng, _split(eng, n_gpus)):
         return moe.expert_parallel_weight_bytes(model, precision, n_gpus, "replicated") / GIB
-    return serving.weight_bytes(model, precision) / n_gpus / GIB
+    return arch.weight_bytes(model, precision) / n_gpus / GIB
 
 
 def ffn_width(model: Model) -> float:

@@ -17,12 +17,6 @@ from ..units import GIB, TERA
 KV_PRECISION = "bf16"       # KV cache format where a function has no kv_precision argument (16-bit)
 
 
-def weight_bytes(model: Model, precision: Precision | str) -> float:
-    """Bytes of all weights in memory at the given format (a quantized checkpoint's 16-bit parts at 16 bits:
-    arch.weight_bytes)."""
-    return arch.weight_bytes(model, precision)
-
-
 def streamed_bytes(model: Model, precision: Precision | str, batch: float) -> float:
     """Weight bytes one decode step of `batch` sequences reads (streamed_params in `precision`, the
     checkpoint's 16-bit parts at 16 bits: arch.kept_streamed)."""
@@ -55,7 +49,7 @@ def peak_flops(gpu: Gpu, precision: Precision | str | None, needed_for: str = "t
 def serving_memory_gib(model: Model, precision: Precision | str, batch: float = 1, context: float = defaults.CONTEXT_TOKENS,
                        kv_precision: Precision | str = KV_PRECISION, n_gpus: int = 1) -> dict[str, float]:
     """Per-GPU memory in GiB: weights and KV cache split over n GPUs, plus runtime overhead."""
-    weights = weight_bytes(model, precision) / n_gpus / GIB
+    weights = arch.weight_bytes(model, precision) / n_gpus / GIB
     kv = kv_cache_bytes(model, context, batch, kv_precision) / n_gpus / GIB
     return {"weights": weights, "kv_cache": kv, "overhead": cal.SERVING_OVERHEAD_GIB,
             "total": weights + kv + cal.SERVING_OVERHEAD_GIB}
