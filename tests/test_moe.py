@@ -235,13 +235,14 @@ def test_mla_decode_attention_runs_on_the_absorbed_latent():
     from udfs.physics import arch
     from udfs.physics.shape import kv_layer_tokens
     ds, llama = catalog.model("DeepSeek-R1"), catalog.model("Llama 3.1 8B")
-    assert arch.decode_attention_width(ds) == 2 * ds.kv_lora_rank + ds.qk_rope_dim > 2 * ds.head_size
+    # FlashMLA (docs/20250422-new-kernel-deep-dive.md) and DeepSeek-V2 s.2.1.3: d_k = 512 + 64 = 576, d_v = 512
+    assert arch.decode_attention_width(ds) == 1088 > 2 * ds.head_size
     assert arch.decode_attention_width(llama) == 2 * llama.head_size
     gpu = catalog.gpu("B200")
     eng = replace(engines.engine("TensorRT-LLM", gpu), moe_parallel="expert_dp")
     batch, context = 2048, 3000
     step = capacity.decode_step(ds, gpu, "fp4", batch, context, 8, "fp8", eng)
-    d_k, d_v = ds.kv_lora_rank + ds.qk_rope_dim, ds.kv_lora_rank
+    d_k, d_v = 576, 512
     flops = 2 * ds.dim("heads") * (d_k + d_v) * kv_layer_tokens(ds, context) * batch / 8     # layers x context
     rate = capacity._decode_flops(gpu, None, eng, batch)
     assert step.attention == pytest.approx(flops / rate)
