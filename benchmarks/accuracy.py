@@ -38,6 +38,7 @@ import os
 import re
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -1140,6 +1141,76 @@ def format_breakdown(report: Report) -> list[str]:
     return lines
 
 
+# Groups docs/accuracy.md's targets table cites beyond the by-regime breakdown, printed in the report so the
+# table's figures come from it (tests/test_accuracy.py compares each cited figure with these lines).
+SERVING_METRICS = ("decode_b1", "fixed_batch", "max_throughput", "burst", "prefill")
+STEADY_METRICS = ("decode_b1", "fixed_batch", "max_throughput", "prefill")
+SERVED_BY = ("vLLM", "SGLang", "Text Generation Inference")     # issue 20's own target: 25%, every metric, dense
+
+
+def _family(c: Comparison) -> str:
+    name = c.config.engine if c.config else ""
+    return (engines.engine(name).family or name) if name else ""
+
+
+def _moe(c: Comparison) -> bool:
+    return bool(c.config and c.config.moe)
+
+
+def _at_load(c: Comparison) -> bool:
+    """A first-token row measured at a stated request rate or concurrency (serving_accuracy.parse's notes)."""
+    return c.metric == "prefill" and ("request/s:" in c.note or "a closed loop" in c.note)
+
+
+CITED_GROUPS: tuple[tuple[str, Callable[[Comparison], bool]], ...] = (
+    ("bursts", lambda c: c.metric == "burst"),
+    ("max_throughput, TensorRT-LLM, dense",
+     lambda c: c.metric == "max_throughput" and _family(c) == "TensorRT-LLM" and not _moe(c)),
+    ("fixed_batch, dense, NVIDIA",
+     lambda c: c.metric == "fixed_batch" and not _moe(c) and regime_tag(c, "vendor") == "NVIDIA"),
+    ("fixed_batch, dense, AMD",
+     lambda c: c.metric == "fixed_batch" and not _moe(c) and regime_tag(c, "vendor") == "AMD"),
+    ("served by vLLM, SGLang or TGI, dense, every metric",
+     lambda c: c.metric in SERVING_METRICS and _family(c) in SERVED_BY and not _moe(c)),
+    ("served by vLLM, SGLang or TGI, dense, bursts",
+     lambda c: c.metric == "burst" and _family(c) in SERVED_BY and not _moe(c)),
+    ("prefill at a stated load", _at_load),
+    ("MoE, every serving metric", lambda c: c.metric in SERVING_METRICS and _moe(c)),
+    ("MoE, steady state", lambda c: c.metric in STEADY_METRICS and _moe(c)),
+    ("MoE, bursts", lambda c: c.metric == "burst" and _moe(c)),
+    ("MoE, steady, Mixtral 8x7B", lambda c: c.metric in STEADY_METRICS and c.config is not None
+     and c.config.model == "Mixtral 8x7B"),
+    ("MoE, steady, DeepSeek-R1", lambda c: c.metric in STEADY_METRICS and c.config is not None
+     and c.config.model == "DeepSeek-R1"),
+    ("MoE, DeepSeek-R1 at a fixed concurrency", lambda c: c.metric == "fixed_batch" and c.config is not None
+     and c.config.model == "DeepSeek-R1"),
+)
+
+
+def cited_groups(report: Report) -> dict[str, list[Comparison]]:
+    return {name: [c for c in report.comparisons if keep(c)] for name, keep in CITED_GROUPS}
+
+
+def format_cited(report: Report) -> list[str]:
+    """The groups the targets table cites: rows, median |error| in / out of sample, the signed out-of-sample
+    range, rows estimated too fast (over the measurement); a group of 12 rows or fewer lists its errors."""
+    lines = ["", "== Groups docs/accuracy.md's targets table cites ==",
+             "rows, median |error| in and out of sample, smallest and largest signed out-of-sample error, rows",
+             "estimated over the measurement; up to 12 rows: each row's signed out-of-sample error.",
+             f"  {'group':<52}{'rows':>5}  {'in':>6}  {'out':>6}  {'least':>7} {'most':>7}  over"]
+    for name, rows in cited_groups(report).items():
+        g = group_of(rows)
+        if g is None:
+            lines.append(f"  {name:<52}{0:>5}  no measured row")
+            continue
+        over = sum(1 for c in rows if c.error_out > 0)
+        lines.append(f"  {name:<52}{g.rows:>5}  {g.inside:>6.1%}  {g.outside:>6.1%}  {g.least:>+7.1%} "
+                     f"{g.most:>+7.1%}  {over:>4}")
+        if g.rows <= 12:
+            lines.append("      " + ", ".join(f"{e:+.1%}" for e in sorted((c.error_out for c in rows), reverse=True)))
+    return lines
+
+
 def readme_table(report: Report) -> str:
     """The README's accuracy table: every metric out of sample, then by regime (tested against the report)."""
     lines = ["| what is estimated | by | rows | median error out of sample (in sample); by regime: out of sample "
@@ -1219,6 +1290,7 @@ def format_report(report: Report, worst: int = 5) -> str:
     lines += ["Out of sample, each scored:"] + [f"  {name}: {folds.describe(rows)}" for name, rows in report.pools]
     lines += report.baselines
     lines += format_breakdown(report)
+    lines += format_cited(report)
     lines += format_regimes(evidence_rows(report, ""))
     for key, title in METRICS.items():
         rows = report.of(key)

@@ -265,3 +265,65 @@ def test_a_readme_regime_of_fewer_than_3_rows_shows_its_rows_signed_errors_not_a
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     vllm_v1 = sorted(c.error_out for c in report.of("kv_capacity") if c.config.engine == "vLLM")
     assert len(vllm_v1) == 2 and f"vLLM {vllm_v1[0]:+.0%} to {vllm_v1[1]:+.0%} (2)" in readme
+
+
+def _targets_table() -> str:
+    page = (ROOT / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    table = page.split("## Targets and where they stand", 1)[1].split("### Known misses", 1)[0]
+    return " ".join(table.split())
+
+
+# Each figure docs/accuracy.md's targets table cites, as (metric, dimension, value) of the report's by-regime
+# breakdown or ("cited", group) of its "Groups docs/accuracy.md's targets table cites", and the words it is
+# cited in: rows, inn / out (median |error| in / out of sample), least / most (signed out of sample), over.
+TABLE_FIGURES = [
+    (("max_throughput", "all", ""), "{out:.1%} out of sample over {rows} rows ({inn:.1%} in sample)"),
+    (("max_throughput", "architecture", "dense"), "dense {out:.1%} over {rows}"),
+    (("max_throughput", "architecture", "MoE"), "the {rows} MoE rows, {out:.1%}"),
+    (("max_throughput", "engine", "TensorRT-LLM"), "TensorRT-LLM {out:.1%} over {rows}"),
+    (("cited", "max_throughput, TensorRT-LLM, dense"), "(dense {out:.1%} over {rows})"),
+    (("cited", "bursts"), "{out:.1%} over {rows} rows"),
+    (("cited", "bursts"), "{over} of them too fast"),
+    (("burst", "vendor", "NVIDIA"), "NVIDIA's {rows}: {out:.1%}"),
+    (("burst", "vendor", "AMD"), "AMD's {rows} MI300X rows {out:.0%}"),
+    (("cited", "served by vLLM, SGLang or TGI, dense, every metric"),
+     "{out:.1%} out of sample over {rows} dense rows ({inn:.1%} in sample"),
+    (("cited", "served by vLLM, SGLang or TGI, dense, bursts"),
+     "their {rows} bursts alone are {out:.0%} off (median, {least:+.0%} to {most:+.0%}"),
+    (("decode_b1", "all", ""), "{out:.1%} out of sample over {rows} rows ({inn:.1%} in sample)"),
+    (("decode_b1", "layout", "one GPU"), "one GPU {out:.1%}"),
+    (("decode_b1", "layout", "parallel"), "tensor parallel {out:.1%} ({rows} rows)"),
+    (("prefill", "all", ""), "{out:.1%} over {rows} rows, in and out of sample"),
+    (("cited", "prefill at a stated load"), "the {rows} rows at a stated request rate"),
+    (("fixed_batch", "architecture", "dense"), "({out:.1%} out of sample over {rows} rows)"),
+    (("cited", "fixed_batch, dense, NVIDIA"), "NVIDIA {out:.1%}"),
+    (("fixed_batch", "engine", "Intel Gaudi software"), "Intel Gaudi 3 {out:.1%} ({rows};"),
+    (("cited", "fixed_batch, dense, AMD"), "AMD {out:.1%}"),
+    (("cited", "MoE, every serving metric"), "{rows} rows ("),
+    (("cited", "MoE, every serving metric"), "median {out:.0%} out of sample"),
+    (("cited", "MoE, every serving metric"), "{over} too fast"),
+    (("cited", "MoE, steady state"), "The {rows} steady-state ones: {out:.1%}"),
+    (("cited", "MoE, steady state"), "is the one too slow ({least:+.1%})"),
+    (("cited", "MoE, steady, Mixtral 8x7B"), "Mixtral 8x7B, large experts, {out:.1%} over {rows} rows"),
+    (("cited", "MoE, steady, DeepSeek-R1"), "{least:+.0%} to {most:+.0%} over {rows} rows, {out:.0%}"),
+    (("cited", "MoE, DeepSeek-R1 at a fixed concurrency"), "tokens, {least:+.0%} to {most:+.0%})"),
+    (("cited", "MoE, bursts"), "The other {rows} are bursts ({out:.0%}"),
+]
+
+
+def test_the_targets_table_states_each_figure_as_the_report_finds_it(report):
+    """Every figure the targets table cites is the report's: the by-regime breakdown or the groups the report
+    prints for the table; a change that moves one must update the table."""
+    table = _targets_table()
+    cited = {name: (accuracy.group_of(rows), rows) for name, rows in accuracy.cited_groups(report).items()}
+    broken = {(m, d, v): g for m in accuracy.METRICS for d, v, g in accuracy.breakdown(report, m)}
+    for key, words in TABLE_FIGURES:
+        g, rows = cited[key[1]] if key[0] == "cited" else (broken[key], None)
+        figures = dict(rows=g.rows, inn=g.inside, out=g.outside, least=g.least, most=g.most,
+                       over=sum(1 for c in rows if c.error_out > 0) if rows is not None else None)
+        assert words.format(**figures) in table, (key, words.format(**figures))
+    # first tokens at a stated load: the rows within 8% by name, and the range of the others
+    errors = sorted((c.error_out for c in accuracy.cited_groups(report)["prefill at a stated load"]), reverse=True)
+    near, far = [e for e in errors if abs(e) <= 0.08], [e for e in errors if abs(e) > 0.08]
+    assert (f"{len(near)} of them within 8%: {', '.join(f'{e:+.1%}' for e in near)}; the other {len(far)} "
+            f"{far[0]:+.1%} to {far[-1]:+.1%}") in table
