@@ -152,3 +152,20 @@ def test_quantized_checkpoint_reads_its_16_bit_parts_at_16_bits():
     llama = catalog.model("Llama 2 7B")
     assert serving.streamed_bytes(llama, "int4", 8) == serving.streamed_params(llama, 8) * 0.5
     assert arch.weight_bytes(llama, "int4") == llama.total_params * 0.5
+
+
+def test_kept_16_bit_parts_run_at_the_16_bit_rate():
+    # gpt-oss-120b served in its own MXFP4 on a B200: its BF16 attention, router and head (arch.kept_streamed)
+    # are products on the 16-bit units, the experts on the FP4 units (capacity._flops: each format's achieved
+    # rate); attention (flash, 16-bit) is added alike.
+    from udfs.catalogs.engines import engine
+    model, gpu = catalog.model("gpt-oss-120b"), catalog.gpu("B200 180GB")
+    eng = engine(None, gpu)
+    kept = arch.kept_streamed(model, "mxfp4")
+    assert kept > 1e9
+    fp4, bf16 = capacity._flops(gpu, "mxfp4", eng), capacity._flops(gpu, None, eng)
+    assert fp4 > bf16                                  # B200 has FP4 units faster than its 16-bit ones
+    tokens = 4096
+    products = 2 * tokens * ((model.active - model.input_embedding_params - kept) / fp4 + kept / bf16)
+    attention = capacity.attention_flops(model, tokens) / capacity._attention_rate(gpu)
+    assert capacity.prefill_compute_s(model, gpu, "mxfp4", tokens, 1, 1, eng) == pytest.approx(products + attention)

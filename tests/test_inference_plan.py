@@ -34,6 +34,7 @@ CASES = [
     ("Qwen3 30B-A3B", "L40S 48GB", "fp8", 5000, 800, 400, 20, "SGLang", 0),           # MoE, no batch cap
     ("gpt-oss-120b", "B200 180GB", "fp4", 20000, 4000, 1000, 30, DEFAULT, 0.5),       # sliding window, FP4
     ("gpt-oss-120b", "H100 SXM 80GB", "mxfp4", 600, 1000, 500, 30, DEFAULT, 0.2),   # own format: BF16 beside MXFP4
+    ("gpt-oss-120b", "B200 180GB", "mxfp4", 20000, 4000, 1000, 30, DEFAULT, 0.5),    # BF16 parts at the 16-bit rate
     ("Gemma 3 27B", "RTX 4090 24GB", "int4", 60, 8000, 200, 20, "vLLM", 0.2),        # window, weight-only int4
     ("Mistral 7B", "A10 24GB", "bf16", 100, 128, 64, 2, DEFAULT, 0),
     ("Llama 3.1 8B", "RTX 3090 24GB", "q4_k_m", 30, 500, 200, 20, "llama.cpp", 0.2),  # engine batch cap 4

@@ -202,8 +202,11 @@ def _figures(s: Sheet, i: Inputs):
                                 ("SrvLtPrompt", "Layer-tokens attended in a prompt", p)):
         s.value(name, label, f"SrvGlobal*{tokens}+SrvLocal*IF(SrvWindow>0,MIN({tokens},SrvWindow),{tokens})",
                 "global layers x tokens + window layers x min(tokens, window)", "#,##0")
-    s.value("SrvPrefillFlops", "FLOPs of one prompt's matrix products", f"2*SrvMatmul*{p}",
-            "2 x product parameters x tokens, at the weight format's rate", FLOP_COUNT)
+    s.value("SrvPrefillFlops", "FLOPs of one prompt's matrix products in the weight format",
+            f"2*(SrvMatmul-SrvUnconvStream)*{p}", "2 x product parameters x tokens, at the weight format's rate",
+            FLOP_COUNT)
+    s.value("SrvPrefillFlops16", "... and in the parts kept at 16 bits", f"2*SrvUnconvStream*{p}",
+            "at the 16-bit rate (capacity._product_seconds_per_token)", FLOP_COUNT)
     s.value("SrvPrefillAttnFlops", "FLOPs of one prompt's attention", f"2*SrvHeads*SrvHeadDim*{p}*SrvLtPrompt",
             "causal attention (grows with the square of the prompt), at flash attention's rate", FLOP_COUNT)
 
@@ -238,12 +241,15 @@ def _group_rows(prompt: str, out: str) -> list[tuple[str, str, str | None, str |
           '({c}{n}-1)*SrvHopS,0)'), SECONDS),
         ("CPU time per running sequence per step (s)", "seq", "SrvSeqUs*0.000001", SECONDS),
         ("Prefill compute per request (s)", "prefill",
-         guard("(SrvPrefillFlops/SrvFlops+SrvPrefillAttnFlops/SrvFlopsAttn)/{c}{split}+{c}{arlat}+{c}{artok}*"
+         guard("(SrvPrefillFlops/SrvFlops+IF(SrvPrefillFlops16>0,SrvPrefillFlops16/SrvFlops16,0)"
+               "+SrvPrefillAttnFlops/SrvFlopsAttn)/{c}{split}+{c}{arlat}+{c}{artok}*"
                + prompt), SECONDS),
         # a decode step's parts that do not depend on the batch, once: tpot_ms adds them up at a batch
         ("Dense weights read per step (s)", "wread", guard("SrvDenseBytes/SrvBwWeights/{c}{split}"),
          SECONDS),
-        ("Dense products per sequence (s)", "wflop", guard("2*SrvDense/SrvFlops/{c}{split}"), SECONDS),
+        ("Dense products per sequence (s)", "wflop", guard("2*((SrvDense-SrvUnconvStream)/SrvFlops"
+                                                               "+IF(SrvUnconvStream>0,SrvUnconvStream/SrvFlops16,0))"
+                                                               "/{c}{split}"), SECONDS),
         ("Routed expert parameters read per touched expert, per MoE layer", "xparams",
          'IF(SrvExperts>0,SrvPerExpert/SrvMoeLayers/{c}{split}*IF(SrvMoePar="expert",{c}{split},1),0)', "#,##0"),
         ("Attention per sequence (s)", "attn",

@@ -22,6 +22,7 @@ capped by the engine's batch limit and, when asked, by a TPOT target.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import calibration as cal
@@ -129,6 +130,15 @@ def _matmul_params(model: Model) -> float:
     return model.active - (0 if model.tied_embeddings else model.input_embedding_params)
 
 
+def _product_seconds_per_token(model: Model, params: float, precision: Precision, rate: float,
+                               rate16: Callable[[], float]) -> float:
+    """Seconds of matrix products a token costs over `params` product parameters: at the format's rate, except
+    the parts a quantized checkpoint keeps at 16 bits when served in its format (arch.kept_streamed: gpt-oss's
+    BF16 attention, router and head), which run on the 16-bit units (`rate16`, asked only then)."""
+    kept = arch.kept_streamed(model, precision)
+    return 2 * ((params - kept) / rate + (kept / rate16() if kept else 0.0))
+
+
 def _dp_attention(model: Model, eng: Engine, split: int) -> bool:
     """Expert parallel with data-parallel attention (Engine.dp_attention): only MoE models over several GPUs."""
     return eng.dp_attention and model.is_moe and split > 1
@@ -202,7 +212,8 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
     dense = _matmul_params(model) - k * per_expert
     dense_stream = serving.streamed_bytes(model, precision, 0)    # batch 0: no expert touched
     dp = _dp_attention(model, eng, split)                   # each GPU reads the dense weights whole, for its sequences
-    weights = max(dense_stream / bandwidth / (1 if dp else split), 2 * dense * batch / matmul / split)
+    products = _product_seconds_per_token(model, dense, precision, matmul, lambda: _decode_flops(gpu, None, eng, batch))
+    weights = max(dense_stream / bandwidth / (1 if dp else split), products * batch / split)
     # routed experts: each touched expert's GEMMs on their own roofline with a floor, plus routing (moe.py)
     ep = split if eng.expert_parallel else 1                # EP: E/n whole experts a GPU, else a slice of each
     weights += moe.expert_seconds(model, batch, width, bandwidth, matmul, tp=split // ep, ep=ep) \
@@ -242,11 +253,13 @@ def _attention_rate(gpu: Gpu) -> float:
 def prefill_compute_s(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: float, batch: float,
                       n_gpus: int, eng: Engine) -> float:
     """Compute-bound part of a prefill (what it adds to a step that reads the weights anyway): the
-    matrix products at the weight format's rate, attention at flash attention's."""
+    matrix products at the weight format's rate (a checkpoint's 16-bit parts at the 16-bit rate), attention
+    at flash attention's."""
     split = _split(eng, n_gpus)
     tp, stages = layout(gpu, eng, n_gpus)
     precision = as_precision(precision)
-    matmul = 2 * _matmul_params(model) * prompt_tokens * batch / _flops(gpu, precision, eng, "prefill")
+    matmul = _product_seconds_per_token(model, _matmul_params(model), precision, _flops(gpu, precision, eng, "prefill"),
+                                        lambda: _flops(gpu, None, eng, "prefill")) * prompt_tokens * batch
     attention = attention_flops(model, prompt_tokens, batch) / _attention_rate(gpu)
     return (matmul + attention) / split \
         + (_exchange_s(model, gpu, tp, prompt_tokens * batch, eng) + _stage_hops_s(model, prompt_tokens * batch, stages)) \
