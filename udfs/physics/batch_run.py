@@ -23,7 +23,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, replace
 
-from . import capacity
+from . import capacity, defaults
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..catalogs.engines import Engine, engine as engine_profile
 from ..errors import num_error
@@ -33,12 +33,6 @@ from ..errors import num_error
 # admitted requests holds short and long answers alike, as a random sample does, without a random
 # number (the same run gives the same answer).
 _GOLDEN = (math.sqrt(5) - 1) / 2
-# Requests per slot of the concurrency cap simulated iteration by iteration. A run of more requests keeps the
-# cap full in its middle: each further request then costs its prompt's compute and its answer's decode steps at
-# the full batch (the steady state, capacity.serving_point at that batch), which is added without simulating it
-# (tests/test_batch_run.py: within 0.1% of the full simulation at 60 requests a slot), so a job of millions of
-# requests takes no longer to estimate than one of 20 x the cap.
-SIMULATED_PER_SLOT = 20
 
 
 @dataclass(frozen=True)
@@ -47,7 +41,6 @@ class BatchRun:
     output_tokens: float
     batch: int                 # the most requests the engine runs at once (its concurrency cap, or N)
     longest: float             # the longest answer's tokens (its steps set the tail)
-    prefill_seconds: float     # GPU time the prompts' compute took (within the run)
     tail_seconds: float        # time after the batch fell below half the cap for good
 
     @property
@@ -114,7 +107,7 @@ def run(model: Model, gpu: Gpu, precision: Precision | str, requests: int, promp
         raise num_error("requests must be >= 1 and output_tokens > 0")
     kv = kv_precision or eng.kv_format(precision)
     cap = min(int(requests), concurrency(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng))
-    simulated = min(int(requests), SIMULATED_PER_SLOT * cap)
+    simulated = min(int(requests), defaults.SIMULATED_PER_SLOT * cap)
     lengths = answer_lengths(simulated, output_tokens, max_output_tokens)
     per_token = capacity.prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng) / prompt_tokens
     context = prompt_tokens + output_tokens / 2          # the mean a running sequence holds, as serving_point
@@ -125,28 +118,34 @@ def run(model: Model, gpu: Gpu, precision: Precision | str, requests: int, promp
             steps[batch] = capacity.decode_step(model, gpu, precision, batch, context, n_gpus, kv, eng).total
         return steps[batch]
 
-    run_ = _simulate(lengths, prompt_tokens, cap, eng.max_num_tokens, per_token, step_s)
-    extra = int(requests) - simulated      # the middle of a longer run: full batch, each request at its mean
+    run_, admitted = _simulate(lengths, prompt_tokens, cap, eng.max_num_tokens, per_token, step_s)
+    extra = int(requests) - simulated
     if not extra:
         return run_
-    each = (output_tokens - 1) * step_s(cap) / cap + prompt_tokens * per_token
-    return replace(run_, seconds=run_.seconds + extra * each, output_tokens=run_.output_tokens + extra * output_tokens,
-                   prefill_seconds=run_.prefill_seconds + extra * prompt_tokens * per_token)
+    # The middle of a longer run, not simulated: each further request at the pace the simulated run admitted them in
+    # its middle half, where the cap is full and answers end (and prompts prefill beside the decodes) as they will
+    # (defaults.SIMULATED_PER_SLOT); the full batch's decode step alone would leave out the slots still prefilling.
+    first, last = simulated // 4, 3 * simulated // 4
+    each = (admitted[last] - admitted[first]) / (last - first)
+    return replace(run_, seconds=run_.seconds + extra * each, output_tokens=run_.output_tokens + extra * output_tokens)
 
 
 def _simulate(lengths: list[float], prompt: float, cap: int, budget: int | None, per_token: float,
-              step_s) -> BatchRun:
+              step_s) -> tuple[BatchRun, list[float]]:
     """The run, iteration by iteration: admit up to `cap`, prefill within the token `budget` (beside the
     decodes: each running answer takes one token of it), decode every running answer one token. The
     prefill's last position gives an answer's first token; it then needs length - 1 decode steps. Runs of
-    identical iterations (nothing to admit or prefill) are taken in one jump to the next answer's end."""
+    identical iterations (nothing to admit or prefill) are taken in one jump to the next answer's end.
+    With the run, the second at which each request was admitted (in request order)."""
     waiting = deque(range(len(lengths)))
     prefilling: deque[list[float]] = deque()           # [index, prompt tokens left], in admission order
     ends: list[float] = []                             # decode step count at which each running answer ends
-    done_steps, seconds, prefill_seconds, tail_from = 0, 0.0, 0.0, None
+    done_steps, seconds, tail_from = 0, 0.0, None
+    admitted: list[float] = []
     running = 0
     while waiting or prefilling or ends:
         while waiting and running < cap:
+            admitted.append(seconds)
             prefilling.append([waiting.popleft(), prompt])
             running += 1
         decoding = len(ends)
@@ -165,12 +164,11 @@ def _simulate(lengths: list[float], prompt: float, cap: int, budget: int | None,
                     index = int(prefilling.popleft()[0])
                     heapq.heappush(ends, done_steps + (1 if decoding else 0) + max(0.0, lengths[index] - 1))
             seconds += step_s(max(1, decoding)) + chunk * per_token
-            prefill_seconds += chunk * per_token
             done_steps += 1 if decoding else 0
         while ends and ends[0] <= done_steps + 1e-9:
             heapq.heappop(ends)
             running -= 1
         if tail_from is None and not waiting and running < cap / 2:
             tail_from = seconds
-    return BatchRun(seconds, sum(lengths), cap, max(lengths), prefill_seconds,
-                    seconds - (tail_from if tail_from is not None else seconds))
+    return BatchRun(seconds, sum(lengths), cap, max(lengths),
+                    seconds - (tail_from if tail_from is not None else seconds)), admitted

@@ -47,6 +47,14 @@ BANDWIDTH_EFFICIENCY = 0.7
 # model.embed_tokens, lm_head; as of 2025-08-05). FP16 would be the same 2 bytes.
 KEPT_PRECISION = "bf16"
 
+# --- a batch run (udfs/physics/batch_run.py) ---------------------------------------------
+
+# Requests per slot of the concurrency cap a batch run simulates iteration by iteration: a method setting, not a
+# measurement. A run of more requests adds its middle at the pace of the simulated run's middle half (5 to 15
+# requests a slot: the cap full, the answer lengths mixed), so a job of millions of requests takes no longer to
+# estimate than one of 20 x the cap; tests/test_batch_run.py checks it against simulating every request.
+SIMULATED_PER_SLOT = 20
+
 # --- training ----------------------------------------------------------------------------
 
 # Tokens per training sequence: the lesson's training example (activations of shape
