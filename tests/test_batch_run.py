@@ -181,3 +181,14 @@ def test_a_job_that_does_not_fit_says_by_how_much():
     with pytest.raises(FlopsheetError) as info:
         _call("BATCH_JOB_HOURS", "Llama 3.1 405B", "H100 SXM", 10)
     assert info.value.code == "#NUM!" and "does not fit" in info.value.message
+
+
+def test_more_copies_than_requests_are_refused_not_billed():
+    """10 requests on 100 copies: 90 copies would hold their GPUs for the run with nothing to do; #NUM! saying so,
+    for the hours and the cost alike. 10 copies of 10 requests is allowed (one request each)."""
+    for name, head in (("BATCH_JOB_HOURS", ()), ("BATCH_JOB_COST", (2.0,))):
+        with pytest.raises(FlopsheetError) as info:
+            _call(name, *head, *JOB, 10, 1024, 256, "", "bf16", 1, 100)
+        assert info.value.code == "#NUM!" and "copies (100) exceed requests (10)" in info.value.message
+    one_each = _call("BATCH_JOB_HOURS", *JOB, 10, 1024, 256, "", "bf16", 1, 10)
+    assert one_each == pytest.approx(_call("BATCH_JOB_HOURS", *JOB, 1, 1024, 256))

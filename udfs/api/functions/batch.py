@@ -3,6 +3,7 @@ GPUs cost for that time (udfs/physics/batch_run.py; docs/serving-model.md, A bat
 
 import math
 
+from ...errors import num_error
 from ...physics import batch_run
 from ..registry import Arg, worksheet
 from .common import ENGINE, GPU, MODEL, N_GPUS, OUTPUT, PRECISION, PROMPT, USD_PER_GPU_HOUR, positive
@@ -12,7 +13,8 @@ REQUESTS = Arg("requests", "integer", "Requests in the job, all sent at once", "
 MAX_OUTPUT = positive("max_output_tokens", "Longest answer a request may give (its max_tokens): answers then spread "
                       "up to it around output_tokens, an exponential truncated there (an assumed shape); blank: every "
                       "answer output_tokens long", "tokens", default="")
-COPIES = Arg("copies", "integer", "Model copies sharing the job, each with n_gpus GPUs (the requests split evenly)",
+COPIES = Arg("copies", "integer", "Model copies sharing the job, each with n_gpus GPUs (the requests split evenly; "
+             "at most one copy a request)",
              "copies", default=1, min=1)
 JOB_PARTS = ("hours", "gpu_hours", "tail_hours")
 JOB_ARGS = [MODEL, GPU, REQUESTS, PROMPT, OUTPUT, MAX_OUTPUT, PRECISION, N_GPUS, COPIES, ENGINE, KV_AUTO]
@@ -27,7 +29,11 @@ EXAMPLE = ("Llama 3.1 8B", "H100 SXM", 100000, 1024, 256)
 
 def _job(model, gpu, requests, prompt_tokens, output_tokens, max_output_tokens, precision, n_gpus, copies, engine,
          kv_precision) -> tuple[batch_run.BatchRun, int]:
-    """One copy's share of the job (the largest, when the requests do not split evenly) and the GPUs in all."""
+    """One copy's share of the job (the largest, when the requests do not split evenly) and the GPUs in all. More
+    copies than requests would bill copies that never run one: #NUM!."""
+    if copies > requests:
+        raise num_error(f"copies ({copies:g}) exceed requests ({requests:g}): {copies - requests:g} copies would hold "
+                        f"their GPUs with no request to run; give at most {requests:g} copies")
     run = batch_run.run(model, gpu, precision, math.ceil(requests / copies), prompt_tokens, output_tokens, n_gpus,
                         engine or None, kv_precision or None, max_output_tokens or None)
     return run, copies * n_gpus
