@@ -495,3 +495,18 @@ def test_vllm_keeps_its_profile_run_out_of_the_kv_cache():
                                    - capacity.profile_run_gib(model, gpu, 1, vllm))
     for other in ("SGLang", "TensorRT-LLM"):
         assert capacity.profile_run_gib(model, gpu, 1, engine(other, gpu)) == 0
+
+
+def test_a_load_beyond_the_engine_batch_cap_is_num_not_a_first_token():
+    """load_ttft compares the sequences an arrival finds decoding with what the engine runs at once: the KV
+    cache's fit within the engine's batch cap (capacity.concurrency_cap, the limit serving_point and batch_run
+    use). vLLM V0 on an H100 caps the batch at 256 while the KV cache of 512 + 128-token requests fits more, so
+    20 requests/s, which Little's law puts at over 256 decoding, has no steady state."""
+    eng = engines.engine("vLLM V0")
+    limit, limited = capacity.concurrency_cap(L8, H100, "bf16", 512, 128, 1, "bf16", eng)
+    assert (limit, limited) == (eng.batch_cap(H100), "engine batch cap")
+    assert capacity.kv_batch(L8, H100, "bf16", 512, 128, 1, "bf16", eng) > limit
+    assert capacity.serving_point(L8, H100, "bf16", 512, 128, 1, eng=eng).batch == limit
+    with pytest.raises(FlopsheetError) as info:
+        capacity.load_ttft(L8, H100, "bf16", 512, 128, 1, eng, rate=20)
+    assert info.value.code == "#NUM!" and "batch cap" in info.value.message and f"({limit:,})" in info.value.message

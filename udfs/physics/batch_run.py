@@ -88,10 +88,8 @@ def answer_lengths(requests: int, mean: float, cap: float | None = None) -> list
 
 def concurrency(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, output_tokens: float,
                 n_gpus: int, kv: Precision | str, eng: Engine) -> int:
-    """Requests the engine runs at once: as many as their KV cache fits (capacity.kv_batch), within its batch cap."""
-    fits = capacity.kv_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
-    cap = eng.batch_cap(gpu)
-    return min(fits, cap) if cap else fits
+    """Requests the engine runs at once: as many as their KV cache fits, within its batch cap (capacity.concurrency_cap)."""
+    return capacity.concurrency_cap(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)[0]
 
 
 def run(model: Model, gpu: Gpu, precision: Precision | str, requests: int, prompt_tokens: float,

@@ -354,6 +354,15 @@ def time_to_first_token_s(model: Model, gpu: Gpu, precision: Precision | str = "
     return _first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng, step, running or 0)
 
 
+def concurrency_cap(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, output_tokens: float,
+                    n_gpus: int, kv: Precision | str, eng: Engine) -> tuple[int, str]:
+    """(requests the engine runs at once, what limits them): as many as their KV cache fits (kv_batch), within
+    the engine's own batch cap (Engine.batch_cap)."""
+    fits = kv_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
+    cap = eng.batch_cap(gpu)
+    return (fits, "KV cache") if not cap or fits <= cap else (cap, "engine batch cap")
+
+
 @dataclass(frozen=True)
 class Load:
     """A steady load on one copy: requests arriving a second, sequences decoding, the mean iteration (each
@@ -385,7 +394,7 @@ def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens:
     kv = kv_precision or eng.kv_format(precision)
     context = prompt_tokens + output_tokens / 2
     check_fit(model, gpu, precision, context, max(1.0, concurrency or 1), n_gpus, kv, eng)
-    fits = kv_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
+    limit, limited = concurrency_cap(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
     added = prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng)
     arrivals, running, ttft = rate or 0.0, 1.0, 0.0
     for _ in range(LOAD_ROUNDS):
@@ -395,8 +404,9 @@ def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens:
         if concurrency:                 # an arrival sees the other clients' requests (the arrival theorem)
             arrivals = (concurrency - 1) / (ttft + output_tokens * iteration)
         running = arrivals * output_tokens * iteration
-        if running > fits:
-            raise num_error(f"{arrivals:g} requests/s keep more requests decoding than the KV cache holds ({fits:,}) "
+        if running > limit:
+            holds = "the KV cache holds" if limited == "KV cache" else "the engine's batch cap allows"
+            raise num_error(f"{arrivals:g} requests/s keep more requests decoding than {holds} ({limit:,}) "
                             f"on {n_gpus} x {gpu.name} with {eng.name}: no steady state")
     if concurrency:
         arrivals = concurrency / (ttft + output_tokens * iteration)
@@ -609,7 +619,6 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
     kv = kv_precision or eng.kv_format(precision)
     args = (model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
     fits = kv_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
-    cap = eng.batch_cap(gpu)
     if batch is not None:
         if batch < 1:
             raise num_error("batch must be >= 1")
@@ -618,7 +627,7 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
             check_fit(model, gpu, precision, tokens, batch, n_gpus, kv, eng)   # raises, with the figures
         batch, limited = int(batch), "batch given"
     else:
-        batch, limited = (fits, "KV cache") if not cap or fits <= cap else (cap, "engine batch cap")
+        batch, limited = concurrency_cap(*args)
     for target, latency, what in ((max_tpot_ms, _tpot_s, "TPOT"), (max_ttft_ms, _ttft_s, "TTFT"),
                                   (max_latency_ms, _latency_s, "latency")):
         if target is None:
