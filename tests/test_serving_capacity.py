@@ -510,3 +510,22 @@ def test_a_load_beyond_the_engine_batch_cap_is_num_not_a_first_token():
     with pytest.raises(FlopsheetError) as info:
         capacity.load_ttft(L8, H100, "bf16", 512, 128, 1, eng, rate=20)
     assert info.value.code == "#NUM!" and "batch cap" in info.value.message and f"({limit:,})" in info.value.message
+
+
+def test_a_load_near_saturation_settles_at_the_operating_point():
+    """At the operating point's own rate (batch / (answer x TPOT), Little's law) an open load keeps its batch
+    decoding, since the iteration at that batch is its TPOT: load_ttft's fixed point must land there and answer
+    the operating point's first token, however slowly plain rounds would crawl to it. A closed loop of as many
+    clients as the batch answers too, its rate concurrency / (TTFT + answer x iteration), and one of twice the
+    engine's batch is #NUM!."""
+    eng = engines.engine("trtllm")
+    point = capacity.serving_point(L8, H100, "bf16", 1024, 256, 1, eng=eng)
+    load = capacity.load_ttft(L8, H100, "bf16", 1024, 256, 1, eng, rate=point.tokens_per_sec / 256 * (1 - 1e-6))
+    assert load.running == pytest.approx(point.batch, rel=1e-3)
+    assert load.ttft_s * 1000 == pytest.approx(point.ttft_ms, rel=1e-3)
+    closed = capacity.load_ttft(L8, H100, "bf16", 1024, 256, 1, eng, concurrency=point.batch)
+    assert closed.rate == pytest.approx(point.batch / (closed.ttft_s + 256 * closed.iteration_s), rel=1e-6)
+    assert closed.running < point.batch
+    with pytest.raises(FlopsheetError) as info:
+        capacity.load_ttft(L8, H100, "bf16", 1024, 256, 1, eng, concurrency=2 * point.batch)
+    assert info.value.code == "#NUM!"

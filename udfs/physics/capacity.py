@@ -373,7 +373,7 @@ class Load:
     ttft_s: float
 
 
-LOAD_ROUNDS = 30     # fixed-point rounds for the running sequences at a load (they settle in a handful)
+LOAD_TOLERANCE = 1e-9  # relative width at which the bisections for a load stop (rate, requests decoding)
 
 
 def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: float, output_tokens: float,
@@ -385,8 +385,9 @@ def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens:
     networks (Lavenberg and Reiser, J. Appl. Prob. 17, 1980) a request finds the other concurrency - 1 clients'
     traffic, taken as Poisson at their rate: one client finds nothing running). The sequences decoding follow
     from Little's law: rate x answer x the mean iteration, an iteration being the decode step of that many
-    sequences plus the prompts it prefills (queueing.iteration_wait_s), found by fixed-point rounds from one
-    sequence."""
+    sequences plus the prompts it prefills (queueing.iteration_wait_s): the fixed point found by bisection
+    (_open_running; plain rounds crawl near saturation), in a closed loop inside a bisection on the rate
+    (_closed_load). #NUM! when it is more than the engine runs at once."""
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
     if (rate is None) == (concurrency is None) or (rate or concurrency or 0) <= 0:
@@ -396,21 +397,73 @@ def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens:
     check_fit(model, gpu, precision, context, max(1.0, concurrency or 1), n_gpus, kv, eng)
     limit, limited = concurrency_cap(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng)
     added = prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng)
-    arrivals, running, ttft = rate or 0.0, 1.0, 0.0
-    for _ in range(LOAD_ROUNDS):
+
+    def at(running: float, arrivals: float) -> tuple[Step, float, float]:
+        """(decode step, mean iteration, TTFT) with `running` decoding and prompts arriving at `arrivals`."""
         step = _decode_step(model, gpu, precision, max(1.0, running), context, n_gpus, kv, eng)
         iteration = _finite(queueing.iteration_wait_s(arrivals, step.total, added)[1], arrivals)
-        ttft = _first_token_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng, step, running, arrivals)
-        if concurrency:                 # an arrival sees the other clients' requests (the arrival theorem)
-            arrivals = (concurrency - 1) / (ttft + output_tokens * iteration)
-        running = arrivals * output_tokens * iteration
-        if running > limit:
-            holds = "the KV cache holds" if limited == "KV cache" else "the engine's batch cap allows"
-            raise num_error(f"{arrivals:g} requests/s keep more requests decoding than {holds} ({limit:,}) "
-                            f"on {n_gpus} x {gpu.name} with {eng.name}: no steady state")
+        return step, iteration, _first_token_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng, step,
+                                               running, arrivals)
+
+    def running_at(arrivals: float) -> float:
+        return _open_running(lambda r: arrivals * output_tokens * at(r, arrivals)[1], limit)
+
+    if rate:
+        arrivals, running = rate, running_at(rate)
+    else:
+        arrivals, running = _closed_load(running_at, at, concurrency or 1, output_tokens, 1 / added)
+    if running > limit:
+        holds = "the KV cache holds" if limited == "KV cache" else "the engine's batch cap allows"
+        raise num_error(f"{arrivals:g} requests/s keep more requests decoding than {holds} ({limit:,}) "
+                        f"on {n_gpus} x {gpu.name} with {eng.name}: no steady state")
+    _, iteration, ttft = at(running, arrivals)
     if concurrency:
         arrivals = concurrency / (ttft + output_tokens * iteration)
     return Load(arrivals, running, iteration, ttft)
+
+
+def _open_running(decoding: Callable[[float], float], limit: int) -> float:
+    """The requests decoding at an open load: r = decoding(r) (Little's law with r running). Below one running
+    the step is one sequence's, so decoding(1) is the answer when it is at most 1; else bisection on [1, limit]
+    to LOAD_TOLERANCE (decoding grows about linearly with r, so there is one crossing), or past `limit` when
+    even `limit` running brings in more than `limit`."""
+    low = decoding(1.0)
+    if low <= 1:
+        return low
+    if decoding(float(limit)) > limit:
+        return math.inf
+    lo, hi = 1.0, float(limit)
+    while hi - lo > LOAD_TOLERANCE * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if decoding(mid) > mid else (lo, mid)
+    return hi
+
+
+def _closed_load(running_at: Callable[[float], float], at: Callable[[float, float], tuple[Step, float, float]],
+                 clients: float, output_tokens: float, top: float) -> tuple[float, float]:
+    """(arrivals a second an arrival finds, requests decoding) of a closed loop of `clients`: the rate a at
+    which the other clients' requests, each taking TTFT + answer x iteration at that load, make a x that time
+    = clients - 1 (both grow with a, so bisection on [0, top), top the rate whose prefills fill the GPU).
+    Requests decoding inf when no rate within what the engine runs at once closes the loop."""
+    others = clients - 1
+    if others <= 0:
+        return 0.0, 0.0
+
+    def past(a: float) -> bool:       # the rate reaches the loop's own, or leaves no steady state
+        running = running_at(a) if a < top else math.inf
+        if not math.isfinite(running):
+            return True
+        _, iteration, ttft = at(running, a)
+        return a * (ttft + output_tokens * iteration) >= others
+
+    lo, hi = 0.0, top
+    while hi - lo > LOAD_TOLERANCE * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if past(mid) else (mid, hi)
+    running = running_at(lo)
+    _, iteration, ttft = at(running, lo)
+    closed = lo * (ttft + output_tokens * iteration) >= others * (1 - 1e-6)
+    return lo, running if closed else math.inf
 
 
 # ---------------------------------------------------------------------------- fit (one check for every estimate)
