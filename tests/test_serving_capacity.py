@@ -529,3 +529,23 @@ def test_a_load_near_saturation_settles_at_the_operating_point():
     with pytest.raises(FlopsheetError) as info:
         capacity.load_ttft(L8, H100, "bf16", 1024, 256, 1, eng, concurrency=2 * point.batch)
     assert info.value.code == "#NUM!"
+
+
+def test_the_first_token_at_a_load_is_continuous_where_one_request_is_decoding():
+    """Below one request decoding an arrival mostly finds the GPU idle (prompts queue one after another), above
+    it an iteration in progress: load_ttft weights the two by the share of time something decodes, so the mean
+    first token does not jump where the requests decoding cross one (the rate found here by bisection)."""
+    eng = engines.engine("vllm")
+
+    def load(rate: float) -> capacity.Load:
+        return capacity.load_ttft(L8, H100, "bf16", 1024, 256, 1, eng, rate=rate)
+
+    lo, hi = 0.01, 5.0
+    assert load(lo).running < 1 < load(hi).running
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if load(mid).running < 1 else (lo, mid)
+    below, above = load(lo * (1 - 1e-4)), load(hi * (1 + 1e-4))
+    assert below.running < 1 < above.running
+    assert above.ttft_s == pytest.approx(below.ttft_s, rel=1e-3)
+    assert load(lo / 100).ttft_s < below.ttft_s < above.ttft_s

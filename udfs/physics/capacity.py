@@ -320,10 +320,26 @@ def _first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: 
     iteration in progress may carry other prompts, and those arriving in it join the request's own iteration
     (queueing.iteration_wait_s); with nothing decoding, the prompts queue for the GPU one after another
     (queueing.prefill_wait_s). An engine that runs several decode steps per scheduler call (vLLM V0's
-    multi-step scheduling) admits the request only when the window of steps in progress ends."""
+    multi-step scheduling) admits the request only when the window of steps in progress ends. Below one
+    running the two are weighted by the share of time something decodes, which an arrival sees (PASTA):
+    `running`, the mean number decoding, is that share when they seldom overlap, so the answer is continuous
+    where the mean crosses one."""
+    share = min(1.0, running) if step is not None else 0.0
+    idle = 0.0
+    if share < 1:
+        prefill = _prefill_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng)
+        idle = _finite(queueing.prefill_wait_s(rate, prefill), rate) + prefill
+    if share <= 0 or step is None:
+        return idle
+    return share * _busy_first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng, step, rate) \
+        + (1 - share) * idle
+
+
+def _busy_first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, batch: float,
+                        n_gpus: int, eng: Engine, step: Step, rate: float) -> float:
+    """_first_token_s while sequences decode: the wait for the iteration in progress, the prefill, the running
+    step beyond what the prefill pays, and the prompts that joined the request's own iteration."""
     prefill = _prefill_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng)
-    if running < 1 or step is None:
-        return _finite(queueing.prefill_wait_s(rate, prefill), rate) + prefill
     carried = max(0.0, step.total - _shared_s(model, gpu, precision, n_gpus, eng, prompt_tokens * batch))
     added = prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng)    # what a prompt adds to an iteration
     # a multi-step engine admits new requests only between windows of its scheduler steps
@@ -349,8 +365,8 @@ def time_to_first_token_s(model: Model, gpu: Gpu, precision: Precision | str = "
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
     check_fit(model, gpu, precision, prompt_tokens, max(batch, running or 0), n_gpus, None, eng)
-    step = _decode_step(model, gpu, precision, running, prompt_tokens, n_gpus, eng.kv_format(precision), eng) \
-        if running else None
+    step = _decode_step(model, gpu, precision, max(1.0, running), prompt_tokens, n_gpus, eng.kv_format(precision),
+                        eng) if running else None
     return _first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng, step, running or 0)
 
 
