@@ -25,6 +25,17 @@ def test_the_default_is_the_version_deployed_today_and_says_so():
     assert all(e.version for e in engines.engines() if e.family)
 
 
+def test_the_multi_step_profile_is_v0_with_its_cpu_time_spread_over_the_window():
+    """vLLM V0 with --num-scheduler-steps 10 does V0's CPU work between steps once per 10 decode steps (vLLM RFC
+    #6854): its time per step and per running sequence are V0's / 10 (V0's per-sequence time as V0's rows choose
+    it, not the prior), its kernels V0's; nothing retyped that could go stale when V0's value is re-chosen."""
+    v0, multi = engines.engine("vLLM V0"), engines.engine("vLLM V0 multi-step")
+    assert multi.scheduler_steps == 10
+    assert multi.step_overhead_us == pytest.approx(v0.step_overhead_us / 10)
+    assert multi.sequence_overhead_us == pytest.approx(v0.sequence_overhead_us / 10)
+    assert multi.layer_overhead_us == v0.layer_overhead_us and multi.graph_max_batch == v0.graph_max_batch
+
+
 def test_v0_waits_for_the_cpu_between_steps():
     """The V0 engine's step carries the CPU work the GPU waits for (vLLM RFC #6854 per step, RFC #6801 per running
     sequence), so one stream decodes slower than on V1 by the difference of their fixed times, and nothing else;

@@ -23,13 +23,14 @@ A profile holds what changes between engines for the same model and GPU:
   (`Engine.layer_us`, calibration.EAGER_LAYER_US).
 - multi-step scheduling: decode steps run per scheduler call (`scheduler_steps`: 10 for vLLM V0 as benchmarked
   with --num-scheduler-steps 10; blank: 1), so a new request is admitted only between windows of that many
-  steps (`Engine.admission_steps`, used by the prefill queue in capacity._first_token_s).
+  steps (`Engine.admission_steps`, used by the prefill queue in capacity._first_token_s), and the CPU time between
+  steps, given per scheduler call, is spread over the window (_per_step).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cache
 
 from . import catalog
@@ -194,7 +195,18 @@ def row_problems(row: dict[str, str]) -> list[tuple[str, str]]:
 def engines() -> tuple[Engine, ...]:
     """Packaged engines overlaid with private rows, which are checked first (file, line, column)."""
     rows = catalog.rows_with_origin("engines.csv")     # checked by catalog.validate, as `catalog check` does
-    return tuple(_build(Engine, r) for r, _ in rows)
+    return tuple(_per_step(_build(Engine, r)) for r, _ in rows)
+
+
+def _per_step(e: Engine) -> Engine:
+    """A multi-step profile's CPU time between steps, which engines.csv gives per scheduler call (as the single-step
+    engine's: step_overhead_us, sequence_overhead_us), spread over its window of scheduler_steps decode steps: the
+    scheduler's CPU work is done once per window (vLLM RFC #6854)."""
+    steps = e.scheduler_steps or 1
+    if steps <= 1:
+        return e
+    seq = None if e.sequence_overhead_us is None else e.sequence_overhead_us / steps
+    return replace(e, step_overhead_us=e.step_overhead_us / steps, sequence_overhead_us=seq)
 
 
 @cache
