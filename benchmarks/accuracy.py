@@ -763,9 +763,21 @@ def _memory_config(model, row: dict[str, str], n: int) -> Config | None:
     return gpu and Config(model.name, model.params, model.is_moe, gpu, find_precision(row["precision"]) or "", n)
 
 
+# The settings a KV-capacity row may state (a misspelt key is refused, not dropped): the engine, its memory
+# share (vLLM's gpu_memory_utilization, SGLang's mem_fraction_static) and vLLM's profile-run sizes.
+KV_SETTINGS = frozenset({"engine", "gmu", "mem_fraction_static", "max_num_batched_tokens", "max_num_seqs",
+                         "max_model_len"})
+DOES_NOT_START = "does not start"       # a log whose engine refused to start: a fit row
+
+
 def kv_settings(row: dict[str, str]) -> dict[str, str]:
     """The engine settings a KV-capacity row states, `key=value; ...` in context_or_batch."""
-    return dict(part.strip().split("=", 1) for part in row["context_or_batch"].split(";") if "=" in part)
+    settings = dict(part.strip().split("=", 1) for part in row["context_or_batch"].split(";") if "=" in part)
+    unknown = sorted(set(settings) - KV_SETTINGS)
+    if unknown or "engine" not in settings or not {"gmu", "mem_fraction_static"} & set(settings):
+        raise ValueError(f"KV-capacity row {row['model']!r}: settings {unknown or sorted(settings)} are not "
+                         f"engine plus a memory share from {sorted(KV_SETTINGS)}")
+    return settings
 
 
 def compare_kv_capacity(what: str, model, row: dict[str, str]) -> Comparison:
@@ -778,16 +790,19 @@ def compare_kv_capacity(what: str, model, row: dict[str, str]) -> Comparison:
         eng = replace(eng, max_num_tokens=int(s["max_num_batched_tokens"]), max_batch=int(s["max_num_seqs"]),
                       large_gpu_max_batch=None)
     config = Config(model.name, model.params, model.is_moe, gpu, precision or "", n, eng.name)
-    try:
-        budget = capacity.kv_budget_gib(model, gpu, precision, n, eng)
-    except FlopsheetError:
-        budget = 0.0                          # the weights and reserve alone pass the memory share
     peak = row["peak_gpu_mem_gb"].strip()
-    if number(peak) is None:
+    if peak.lower() == DOES_NOT_START:
+        try:
+            budget = capacity.kv_budget_gib(model, gpu, precision, n, eng)
+        except FlopsheetError:
+            budget = 0.0                      # the weights and reserve alone pass the memory share: no start
         return Comparison("fit", what + " | engine starts", False, budget > 0, "fits",
                           f"{eng.name} KV budget {budget:.2f} GiB; {row['note']}", config=config)
-    return Comparison("kv_capacity", what + " | KV cache per GPU", float(peak), budget, "GiB", row["note"],
-                      config=config)
+    if number(peak) is None:
+        raise ValueError(f"KV-capacity row {row['model']!r}: {peak!r} is neither GiB nor {DOES_NOT_START!r}")
+    # a numeric row the estimate refuses is an error of the tool or the catalog, not a zero budget
+    return Comparison("kv_capacity", what + " | KV cache per GPU", float(peak),
+                      capacity.kv_budget_gib(model, gpu, precision, n, eng), "GiB", row["note"], config=config)
 
 
 def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:

@@ -327,3 +327,45 @@ def test_the_targets_table_states_each_figure_as_the_report_finds_it(report):
     near, far = [e for e in errors if abs(e) <= 0.08], [e for e in errors if abs(e) > 0.08]
     assert (f"{len(near)} of them within 8%: {', '.join(f'{e:+.1%}' for e in near)}; the other {len(far)} "
             f"{far[0]:+.1%} to {far[-1]:+.1%}") in table
+
+
+def test_the_vllm_kv_budget_by_hand():
+    """Llama 3.1 8B in BF16 on one H100 under vLLM's defaults, worked by hand: 80 GiB x 0.9 (gpu_memory_utilization)
+    - 8,030,261,248 weights x 2 B - the profile run (8,192 tokens x (2 x 4,096 + 3 x 14,336) 16-bit values, and the
+    sampler's FP32 logits and softmax on 1,024 rows x 128,256) - the flat 1.5 GiB reserve."""
+    from udfs.catalogs import engines, resolve
+    from udfs.physics import capacity
+    gpu = resolve.gpu("H100 SXM 80GB")
+    eng = engines.engine("vLLM", gpu)
+    assert (eng.memory_fraction, eng.profile_tokens, eng.batch_cap(gpu), eng.activation_reserve_gib) == (0.9, 8192, 1024, 1.5)
+    gib = 2 ** 30
+    profile = (8192 * (2 * 4096 + 3 * 14336) * 2 + 2 * 1024 * 128256 * 4) / gib
+    expected = 80 * 0.9 - 8_030_261_248 * 2 / gib - profile - 1.5
+    assert capacity.kv_budget_gib(resolve.model("Llama 3.1 8B"), gpu, "bf16", 1, eng) == pytest.approx(expected, rel=1e-12)
+
+
+def _kv_row(**changes) -> dict[str, str]:
+    row = {"model": "Llama 3.1 8B", "method": "inference KV cache (vLLM)", "precision": "BF16",
+           "gpu": "H100 SXM 80GB", "num_gpus": "1", "peak_gpu_mem_gb": "53.29", "note": "",
+           "context_or_batch": "engine=vLLM; gmu=0.90; max_num_batched_tokens=8192; max_num_seqs=1024"}
+    return {**row, **changes}
+
+
+def test_a_kv_capacity_row_with_a_misspelt_setting_is_refused_not_dropped():
+    model = accuracy.find_model("Llama 3.1 8B")
+    with pytest.raises(ValueError, match="gpu_memory_utilisation"):
+        accuracy.compare_kv_capacity("r", model, _kv_row(context_or_batch="engine=vLLM; gpu_memory_utilisation=0.9"))
+    with pytest.raises(ValueError, match="neither GiB nor"):
+        accuracy.compare_kv_capacity("r", model, _kv_row(peak_gpu_mem_gb="n/a"))
+
+
+def test_a_numeric_kv_capacity_row_the_estimate_refuses_is_an_error_not_a_zero_budget():
+    """Only a log whose engine did not start may meet a refused estimate (a fit row); a numeric row scored
+    against 0 GiB would be a silent -100%."""
+    from udfs.errors import FlopsheetError
+    model = accuracy.find_model("Llama 3.1 70B")
+    row = _kv_row(model="Llama 3.1 70B", gpu="RTX 3090 24GB")
+    with pytest.raises(FlopsheetError):
+        accuracy.compare_kv_capacity("r", model, row)
+    fit = accuracy.compare_kv_capacity("r", model, {**row, "peak_gpu_mem_gb": "does not start"})
+    assert fit.metric == "fit" and fit.measured is False and fit.estimate is False
