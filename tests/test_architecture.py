@@ -169,3 +169,17 @@ def test_kept_16_bit_parts_run_at_the_16_bit_rate():
     products = 2 * tokens * ((model.active - model.input_embedding_params - kept) / fp4 + kept / bf16)
     attention = capacity.attention_flops(model, tokens) / capacity._attention_rate(gpu)
     assert capacity.prefill_compute_s(model, gpu, "mxfp4", tokens, 1, 1, eng) == pytest.approx(products + attention)
+
+
+def test_model_size_of_a_catalog_model_is_its_weights_as_served():
+    """MODEL_SIZE_GB of a catalog model answers from arch.weight_bytes (one answer): gpt-oss-120b in its own MXFP4
+    counts its 2.13B unconverted parameters (attention, router, embeddings, head) at 2 bytes, 4.25 bits for the
+    rest: 65.19 GB, not the 62.07 GB of every parameter at 4.25 bits; in bf16 every parameter at 2 bytes; a bare
+    count stays count x bytes."""
+    model = catalog.model("gpt-oss-120b")
+    size = udfs.call("MODEL_SIZE_GB", "gpt-oss-120b", "mxfp4")
+    assert size == pytest.approx((model.total_params - model.kept_params) * 4.25 / 8 / 1e9
+                                 + model.kept_params * 2 / 1e9)
+    assert 65.1 < size < 65.3
+    assert udfs.call("MODEL_SIZE_GB", "gpt-oss-120b", "bf16") == pytest.approx(model.total_params * 2 / 1e9)
+    assert udfs.call("MODEL_SIZE_GB", 7e9, "fp16") == pytest.approx(14.0)

@@ -10,7 +10,7 @@ import udfs
 from udfs.errors import EXCEL_ERRORS, FlopsheetError
 
 FUNCTIONS = list(udfs.functions().values())
-NUMERIC = ("number", "integer", "count", "params", "model_or_params", "gpu_or_tflops", "gpu_or_bandwidth",
+NUMERIC = ("number", "integer", "count", "params", "model_or_params", "model_or_count", "gpu_or_tflops", "gpu_or_bandwidth",
            "gpu_or_capacity")
 
 

@@ -276,7 +276,7 @@ def _random_args(fn, rng):
         if a.type in ("gpu", "gpu_or_bandwidth", "gpu_or_capacity"):
             values[a.name] = ("name", rng.choice(gpus).name) if a.type == "gpu" or rng.random() < 0.5 else \
                 ("num", round(rng.uniform(0.3, 8) if a.type == "gpu_or_bandwidth" else rng.uniform(16, 200), 3))
-        elif a.type in ("params", "model_or_params"):
+        elif a.type in ("params", "model_or_params", "model_or_count"):
             values[a.name] = ("name", rng.choice(udfs.catalogs.catalog.models()).name) if rng.random() < 0.5 else \
                 ("num", float(rng.randint(1, 400)) * 1e9)
         elif a.type == "precision":

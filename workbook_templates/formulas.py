@@ -29,7 +29,7 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*)(?:\(([A-Za-z_]\w*
 GPU_NAMES, MODEL_NAMES, PRECISION_NAMES = "CatGpuNames", "CatModelNames", "CatPrecisionNames"
 GPU_TENSOR, TENSOR_PRECISIONS = "CatGpuTensor", "CatTensorPrecisions"
 IMPLIED_COLUMN = {"gpu_or_bandwidth": "bandwidth_tbs", "gpu_or_capacity": "memory_gb", "params": "params",
-                  "model_or_params": "active_params"}      # by argument type
+                  "model_or_params": "active_params", "model_or_count": "params"}      # by argument type
 
 
 def gpu_range(column: str) -> str:
@@ -74,7 +74,7 @@ def literal(value) -> str:
 def _table_of(arg: Arg) -> str:
     if arg.type in ("gpu", "gpu_or_bandwidth", "gpu_or_capacity"):
         return "gpu"
-    if arg.type in ("model", "params", "model_or_params"):
+    if arg.type in ("model", "params", "model_or_params", "model_or_count"):
         return "model"
     if arg.type == "precision":
         return "precision"

@@ -30,7 +30,7 @@ REQUIRED = object()
 # The closed set of argument types: each has one coercer below (checked at import), and a
 # declaration naming any other type fails when its module is imported.
 ARG_TYPES = ("number", "integer", "count", "params", "text", "name", "bool", "choice", "gpu", "model", "precision", "engine",
-             "model_or_params", "gpu_or_tflops", "gpu_or_bandwidth", "gpu_or_capacity", "list")
+             "model_or_params", "model_or_count", "gpu_or_tflops", "gpu_or_bandwidth", "gpu_or_capacity", "list")
 
 
 @dataclass(frozen=True)
@@ -179,6 +179,7 @@ _COERCERS: dict[str, Callable[[Arg, Any], Any]] = {
     "precision": lambda a, v: catalog.precision_row(coerce.to_text(a.name, v)),
     "engine": lambda a, v: engines.engine(coerce.to_text(a.name, v)),
     "model_or_params": _model_or_params,
+    "model_or_count": _model_or_params,        # the same values; a formula reads a name's total parameters
     "gpu_or_tflops": lambda a, v: _gpu_or_figure(a, v, None),
     "gpu_or_bandwidth": lambda a, v: _gpu_or_figure(a, v, "bandwidth_tbs"),
     "gpu_or_capacity": lambda a, v: _gpu_or_figure(a, v, "memory_gb"),

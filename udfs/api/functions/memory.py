@@ -1,5 +1,6 @@
 """Memory: the lesson's estimator, GPUs needed, model file size and KV cache."""
 
+from ...catalogs.catalog import Model
 from ...physics import arch, lesson
 from ..registry import Arg, worksheet
 from ...catalogs.resolve import require_own_layout
@@ -45,11 +46,20 @@ def gpus_needed(memory_gb, gpu_or_capacity, headroom_gb):
     return lesson.gpus_needed(memory_gb, gpu_or_capacity, headroom_gb)
 
 
-@worksheet("MODEL_SIZE_GB", "Size of a model's weights file: parameters x bytes per parameter.",
-           "GB (10^9 bytes)", "Memory", [PARAMS, PRECISION],
+SIZED = Arg("model_or_params", "model_or_count", "Parameter count (7e9 or \"7B\": x bytes per parameter) or a catalog "
+            "model name (its weights as served: a quantized checkpoint in its own format keeps its unconverted parts "
+            "at 16 bits, as gpt-oss's MXFP4 checkpoints do; the native formula counts parameters x bytes)",
+            "parameters", min=0, min_open=True)
+
+
+@worksheet("MODEL_SIZE_GB", "Size of a model's weights file: parameters x bytes per parameter; for a catalog model its "
+           "weights as served (arch.weight_bytes: a quantized checkpoint's 16-bit parts at 16 bits).",
+           "GB (10^9 bytes)", "Memory", [SIZED, PRECISION],
            examples=[(("7B", "fp16"), 14.0), ((70e9, "int4"), 35.0)],
            formula='{model_or_params}*{precision.bytes_per_param}/1E9', kind="memory")
 def model_size_gb(model_or_params, precision):
+    if isinstance(model_or_params, Model):      # one answer for a model's weight bytes: arch.weight_bytes
+        return arch.weight_bytes(model_or_params, precision) / GB
     return model_or_params * precision.bytes_per_param / GB
 
 
