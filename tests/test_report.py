@@ -524,7 +524,7 @@ def test_the_50000_daily_user_example_has_a_spare_copy_and_meets_its_p95_with_qu
     assert (best.count // best.gpus_per_copy - 1) * best.capacity_tps / (best.count // best.gpus_per_copy) \
         >= sc.traffic_tokens_per_sec                  # the copies without the spare carry the traffic
     text = report_model.count_sentence(sc, best)
-    assert "1 spare copy (N+1)" in text and "queueing wait included" in text
+    assert "1 spare copy (N+1)" in text and "p95 wait for a free slot (one copy down) plus the mean" in text
 
 
 def test_the_price_factor_in_the_sensitivity_table_is_explained(built_reports):

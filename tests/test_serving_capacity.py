@@ -549,3 +549,14 @@ def test_the_first_token_at_a_load_is_continuous_where_one_request_is_decoding()
     assert below.running < 1 < above.running
     assert above.ttft_s == pytest.approx(below.ttft_s, rel=1e-3)
     assert load(lo / 100).ttft_s < below.ttft_s < above.ttft_s
+
+
+def test_a_load_with_no_steady_state_is_quoted_in_the_callers_unit():
+    """The #NUM! of a load the GPU cannot keep up with quotes the load as the caller gave it: requests per
+    minute from TIME_TO_FIRST_TOKEN_MS, requests in flight from a closed loop, not a rate a second."""
+    with pytest.raises(FlopsheetError) as info:
+        udfs.call("TIME_TO_FIRST_TOKEN_MS", "Llama 3.1 8B", "H100", "bf16", 2048, 1, 1, "vllm", 1e9, 256)
+    assert "1e+09 requests/min" in info.value.message and "requests/s" not in info.value.message
+    with pytest.raises(FlopsheetError) as info:
+        capacity.load_ttft(L8, H100, "bf16", 512, 128, 1, engines.engine("vLLM V0"), concurrency=600)
+    assert "600 requests in flight" in info.value.message and "requests/s" not in info.value.message

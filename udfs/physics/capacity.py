@@ -312,7 +312,7 @@ def _read_bytes(model: Model, precision: Precision, n_gpus: int, eng: Engine, sp
 
 
 def _first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, batch: float, n_gpus: int,
-                   eng: Engine, step: Step | None, running: float, rate: float = 0.0) -> float:
+                   eng: Engine, step: Step | None, running: float, rate: float = 0.0, load: str = "") -> float:
     """Time to the first token of `batch` prompts: the prefill, whose last position gives the first token (no
     decode step of its own). With `running` sequences decoding, the request first waits out the iteration in
     progress, and the iteration that prefills it also decodes them: their step beyond what the prefill already
@@ -323,20 +323,21 @@ def _first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: 
     multi-step scheduling) admits the request only when the window of steps in progress ends. Below one
     running the two are weighted by the share of time something decodes, which an arrival sees (PASTA):
     `running`, the mean number decoding, is that share when they seldom overlap, so the answer is continuous
-    where the mean crosses one."""
+    where the mean crosses one. `load` names the load as the caller gave it, for the #NUM! message."""
+    load = load or f"{rate:g} requests/s"
     share = min(1.0, running) if step is not None else 0.0
     idle = 0.0
     if share < 1:
         prefill = _prefill_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng)
-        idle = _finite(queueing.prefill_wait_s(rate, prefill), rate) + prefill
+        idle = _finite(queueing.prefill_wait_s(rate, prefill), load) + prefill
     if share <= 0 or step is None:
         return idle
-    return share * _busy_first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng, step, rate) \
+    return share * _busy_first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng, step, rate, load) \
         + (1 - share) * idle
 
 
 def _busy_first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, batch: float,
-                        n_gpus: int, eng: Engine, step: Step, rate: float) -> float:
+                        n_gpus: int, eng: Engine, step: Step, rate: float, load: str) -> float:
     """_first_token_s while sequences decode: the wait for the iteration in progress, the prefill, the running
     step beyond what the prefill pays, and the prompts that joined the request's own iteration."""
     prefill = _prefill_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng)
@@ -344,14 +345,14 @@ def _busy_first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tok
     added = prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng)    # what a prompt adds to an iteration
     # a multi-step engine admits new requests only between windows of its scheduler steps
     wait, _ = queueing.iteration_wait_s(rate, step.total * eng.admission_steps, added)
-    joined = 2 * rate * _finite(wait, rate) * added     # prompts arriving in the iteration it lands in share its own
+    joined = 2 * rate * _finite(wait, load) * added     # prompts arriving in the iteration it lands in share its own
     return wait + prefill + carried + joined
 
 
-def _finite(wait_s: float, rate: float) -> float:
-    """#NUM! when the prompts arriving at `rate` alone need more than the GPU's time (no steady state)."""
+def _finite(wait_s: float, load: str) -> float:
+    """#NUM! when the prompts arriving at `load` (as the caller gave it) alone need more than the GPU's time."""
     if not math.isfinite(wait_s):
-        raise num_error(f"{rate:g} requests/s: their prefills alone need more than the GPUs' time (no steady state)")
+        raise num_error(f"{load}: their prefills alone need more than the GPUs' time (no steady state)")
     return wait_s
 
 
@@ -394,7 +395,7 @@ LOAD_TOLERANCE = 1e-9  # relative width at which the bisections for a load stop 
 
 def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: float, output_tokens: float,
               n_gpus: int = 1, eng: Engine | str | None = None, kv_precision: Precision | str | None = None,
-              rate: float | None = None, concurrency: float | None = None) -> Load:
+              rate: float | None = None, concurrency: float | None = None, load: str = "") -> Load:
     """Time to first token of requests arriving at `rate` a second (Poisson: an open load), or kept at
     `concurrency` in flight (a closed loop: each client sends its next request when its answer ends, so the
     rate is concurrency / (TTFT + answer x the mean iteration); by the arrival theorem of closed queueing
@@ -403,11 +404,13 @@ def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens:
     from Little's law: rate x answer x the mean iteration, an iteration being the decode step of that many
     sequences plus the prompts it prefills (queueing.iteration_wait_s): the fixed point found by bisection
     (_open_running; plain rounds crawl near saturation), in a closed loop inside a bisection on the rate
-    (_closed_load). #NUM! when it is more than the engine runs at once."""
+    (_closed_load). #NUM! when it is more than the engine runs at once. `load` names the load in the caller's
+    unit for the messages (default: the rate a second, or the requests in flight)."""
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
     if (rate is None) == (concurrency is None) or (rate or concurrency or 0) <= 0:
         raise num_error("give one load: requests per second or requests in flight, > 0")
+    load = load or (f"{rate:g} requests/s" if rate else f"{concurrency:g} requests in flight")
     kv = kv_precision or eng.kv_format(precision)
     context = prompt_tokens + output_tokens / 2
     check_fit(model, gpu, precision, context, max(1.0, concurrency or 1), n_gpus, kv, eng)
@@ -417,9 +420,9 @@ def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens:
     def at(running: float, arrivals: float) -> tuple[Step, float, float]:
         """(decode step, mean iteration, TTFT) with `running` decoding and prompts arriving at `arrivals`."""
         step = _decode_step(model, gpu, precision, max(1.0, running), context, n_gpus, kv, eng)
-        iteration = _finite(queueing.iteration_wait_s(arrivals, step.total, added)[1], arrivals)
+        iteration = _finite(queueing.iteration_wait_s(arrivals, step.total, added)[1], load)
         return step, iteration, _first_token_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng, step,
-                                               running, arrivals)
+                                               running, arrivals, load)
 
     def running_at(arrivals: float) -> float:
         return _open_running(lambda r: arrivals * output_tokens * at(r, arrivals)[1], limit)
@@ -430,7 +433,7 @@ def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens:
         arrivals, running = _closed_load(running_at, at, concurrency or 1, output_tokens, 1 / added)
     if running > limit:
         holds = "the KV cache holds" if limited == "KV cache" else "the engine's batch cap allows"
-        raise num_error(f"{arrivals:g} requests/s keep more requests decoding than {holds} ({limit:,}) "
+        raise num_error(f"{load} keep more requests decoding than {holds} ({limit:,}) "
                         f"on {n_gpus} x {gpu.name} with {eng.name}: no steady state")
     _, iteration, ttft = at(running, arrivals)
     if concurrency:
@@ -636,7 +639,8 @@ def _ttft_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> fl
 
 
 def _latency_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
-    """A whole request with no queue: its first token, then the other tokens one step each."""
+    """A whole request with no wait for a slot: its first token (the prefill queue at the operating point's own
+    rate included: _ttft_s), then the other tokens one step each."""
     return _ttft_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) \
         + (output - 1) * _tpot_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch)
 
@@ -677,7 +681,8 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
                   max_ttft_ms: float | None = None, batch: int | None = None,
                   max_latency_ms: float | None = None) -> ServingPoint:
     """The largest batch that fits (and meets the latency targets: TPOT, TTFT, and the whole
-    request, TTFT + the other tokens x TPOT, with no queue), and what it delivers; `batch` fixes
+    request, TTFT + the other tokens x TPOT, with no wait for a slot; TTFT holds the prefill queue at the
+    operating point's own rate), and what it delivers; `batch` fixes
     the batch instead (an override: #NUM! when it does not fit)."""
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
@@ -740,12 +745,13 @@ class TrafficPlan:
     utilization: float         # demand / capacity of the copies the traffic needs (spares excluded)
     spare_copies: int = 0      # copies beyond the traffic's: one may be down while the rest meet the targets
     wait_ms: float = 0.0       # wait for a free slot at the percentile (queueing; spares not counted)
-    latency_ms: float = 0.0    # at the percentile: wait + time to first token + the other tokens x TPOT
+    latency_ms: float = 0.0    # that wait + the operating point's mean time to first token + the other tokens x TPOT
     percentile: float = defaults.LATENCY_PERCENTILE
 
     @property
     def ttft_ms(self) -> float:
-        """Time to first token at the percentile: the queueing wait, then the prefill and a step."""
+        """The wait for a free slot at the percentile plus the operating point's MEAN time to first token (not
+        the first token's own percentile: the spread of the prefill queue is not modelled)."""
         return self.wait_ms + self.point.ttft_ms
 
 
@@ -817,8 +823,9 @@ def plan_for_demand(model: Model, gpu: Gpu, demand_tokens_per_sec: float, prompt
                     batch: int | None = None, spare: float = defaults.SPARE, max_latency_s: float | None = None,
                     percentile: float = defaults.LATENCY_PERCENTILE) -> TrafficPlan:
     """Copies for a demand in output tokens/s, headroom included (0: one copy), at the latency
-    targets: TPOT per copy; time to first token and the whole request (`max_latency_s`) at the
-    percentile, the queueing wait included; plus the spare copies."""
+    targets: TPOT per copy; time to first token and the whole request (`max_latency_s`) as the wait
+    for a free slot at the percentile plus the operating point's mean (TrafficPlan.ttft_ms); plus the
+    spare copies."""
     if demand_tokens_per_sec < 0:
         raise num_error("the demand must be >= 0 tokens/s")
     if not 0 < percentile < 1:

@@ -88,8 +88,8 @@ class Option:
     monthly_cash: float | None = None     # cash a month: owned data-centre month; cloud rent while running
     sized_copies: int | None = None       # serving: the plan's copies, spares included, before whole systems
     spare_copies: int | None = None       # serving: copies beyond the traffic's (N+1), in the count
-    ttft_p95_ms: float | None = None      # serving: time to first token at the p95, the queueing wait included
-    latency_p95_s: float | None = None    # serving: a whole request at the p95, the queueing wait included
+    ttft_p95_ms: float | None = None      # serving: the p95 wait for a slot + the mean time to first token
+    latency_p95_s: float | None = None    # serving: the p95 wait for a slot + the mean whole request
     gpu_row: Gpu = field(kw_only=True, repr=False, compare=False)   # the GPU itself (never looked up again)
     evidence: evidence.Evidence | None = field(default=None, kw_only=True, repr=False, compare=False)
     to_verify: str = field(default="", kw_only=True)   # the measurement that would verify it (unverified only)

@@ -459,8 +459,8 @@ def count_sentence(sc: Scenario, r: Row | None) -> str:
         copies_needed = serving + spare
     head += f": {copies_needed} x {r.gpus_per_copy} = {plural(copies_needed * r.gpus_per_copy, 'GPU')}"
     if r.ttft_p95_ms is not None and r.latency_p95_s is not None:
-        head += (f". At the p95 (the queueing wait included, one copy down): {r.ttft_p95_ms / 1000:,.2f} s to the first "
-                 f"token, {r.latency_p95_s:,.1f} s for the whole request")
+        head += (f". The p95 wait for a free slot (one copy down) plus the mean at the operating point: "
+                 f"{r.ttft_p95_ms / 1000:,.2f} s to the first token, {r.latency_p95_s:,.1f} s for the whole request")
     if r.purchase_unit and copies_needed * r.gpus_per_copy != r.count:
         head += (f"; {'bought as whole' if r.basis == 'owned' else 'rented as whole'} {r.purchase_unit}-GPU "
                  f"{'systems' if r.basis == 'owned' else 'instances'}: {plural(r.count, 'GPU')} ({plural(copies, 'copy')}, "

@@ -57,8 +57,8 @@ class Row:
     scale_efficiency: float | None = None    # training: share of the time computing (the all-reduce is the rest)
     sized_copies: int | None = None          # serving: the plan's copies, spares included, before whole systems
     spare_copies: int | None = None          # serving: copies beyond the traffic's (N+1), in the count
-    ttft_p95_ms: float | None = None         # serving: time to first token at the p95, queueing wait included
-    latency_p95_s: float | None = None       # serving: a whole request at the p95, queueing wait included
+    ttft_p95_ms: float | None = None         # serving: the p95 wait for a slot + the mean time to first token
+    latency_p95_s: float | None = None       # serving: the p95 wait for a slot + the mean whole request
     rank: int | None = None
     gpu_row: catalog.Gpu = field(kw_only=True, repr=False, compare=False)   # the GPU (never looked up again)
     evidence: Evidence | None = field(default=None, kw_only=True, repr=False, compare=False)   # the picker's

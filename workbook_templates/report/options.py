@@ -31,9 +31,9 @@ def option_columns(sc: Scenario) -> list[tuple[str, str, object]]:
                  ("Tokens/s per request", st.TOK_S, lambda r: r.per_request_tps),
                  ("Seconds per request", '0.0" s"', lambda r: r.seconds_per_request),
                  ("Spare copies", st.INT, lambda r: r.spare_copies),
-                 ("p95 time to first token, queueing included", '0.00" s"',
+                 ("First token: p95 slot wait + mean", '0.00" s"',
                   lambda r: r.ttft_p95_ms / 1000 if r.ttft_p95_ms is not None else None),
-                 ("p95 latency, queueing included", '0.0" s"', lambda r: r.latency_p95_s)]
+                 ("Latency: p95 slot wait + mean", '0.0" s"', lambda r: r.latency_p95_s)]
     else:
         cols += [("Days", st.DAYS, lambda r: r.days), ("GPU-hours", st.INT, lambda r: r.gpu_hours),
                  ("Scale-out efficiency", st.FRACTION, lambda r: r.scale_efficiency)]

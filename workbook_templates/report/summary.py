@@ -144,9 +144,9 @@ def _key_figures(res: Result) -> list[tuple[str, object, str]]:
                         ("Tokens/s per request", best.per_request_tps, st.TOK_S),
                         ("Seconds per request", best.seconds_per_request, '0.0" s"'),
                         ("Spare copies (default N+1), in the count", best.spare_copies, st.INT),
-                        ("p95 first token (queueing included)",
+                        ("First token (p95 slot wait + mean)",
                          best.ttft_p95_ms / 1000 if best.ttft_p95_ms is not None else None, '0.00" s"'),
-                        ("p95 latency (queueing included)", best.latency_p95_s, '0.0" s"'),
+                        ("Latency (p95 slot wait + mean)", best.latency_p95_s, '0.0" s"'),
                         (f"Cost per year ({cur.symbol})", cur.convert(best.total_cost * 12), cur.number_format())]
         else:
             figures += [("Days", best.days, st.DAYS), ("GPU-hours", best.gpu_hours, st.INT)]

@@ -173,7 +173,7 @@ def time_to_first_token_ms(model, gpu, precision, prompt_tokens, batch, n_gpus, 
     if batch != 1:
         raise value_error("requests_per_minute is a rate of single requests: leave batch at 1")
     return capacity.load_ttft(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, engine or None,
-                              rate=requests_per_minute / 60).ttft_s * 1000
+                              rate=requests_per_minute / 60, load=f"{requests_per_minute:g} requests/min").ttft_s * 1000
 
 
 # total: what must fit (tensors at the peak + the CUDA context); allocated / reserved / device: what PyTorch's

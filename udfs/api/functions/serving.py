@@ -83,7 +83,8 @@ PERCENTILE = Arg("percentile", "number", "The percentile the TTFT and latency ta
            "copies are added until the wait for a free slot at the percentile (Erlang C with the Allen-Cunneen "
            "correction) keeps max_ttft_ms and max_latency_s, then the spare copies (default N+1). part = "
            "gpus (default), copies (spares included), gpus_per_copy, batch, tokens_per_sec_per_copy, spare_copies, "
-           "wait_ms, ttft_ms or latency_ms (at the percentile, queueing included). estimate = low / high: GPUs "
+           "wait_ms (the wait for a free slot at the percentile), ttft_ms or latency_ms (that wait plus the operating "
+           "point's mean first token or whole request). estimate = low / high: GPUs "
            "and copies at the P10 / P90 of the regime's measured throughput error (the copy's throughput high / "
            "low; ESTIMATE_EVIDENCE), same GPUs per copy, batch, queueing extra and spares.", "GPUs", "Serving",
            [MODEL, GPU, positive("requests_per_minute", "Requests per minute at the peak", "requests/min"),
