@@ -49,8 +49,7 @@ def batch_job_hours(model, gpu, requests, prompt_tokens, output_tokens, max_outp
                     engine, kv_precision, part):
     run, gpus = _job(model, gpu, requests, prompt_tokens, output_tokens, max_output_tokens, precision, n_gpus,
                      copies, engine, kv_precision)
-    hours = {"hours": run.seconds, "gpu_hours": run.seconds * gpus, "tail_hours": run.tail_seconds}[part] / 3600
-    return hours
+    return {"hours": run.seconds, "gpu_hours": run.seconds * gpus, "tail_hours": run.tail_seconds}[part] / 3600
 
 
 @worksheet("BATCH_JOB_COST", "What an offline batch job of N requests costs: BATCH_JOB_HOURS's GPU-hours x the price "
@@ -58,6 +57,5 @@ def batch_job_hours(model, gpu, requests, prompt_tokens, output_tokens, max_outp
            "$", "Economics", [USD_PER_GPU_HOUR] + JOB_ARGS, examples=[((2.0,) + EXAMPLE, 2.383)], kind="money")
 def batch_job_cost(usd_per_gpu_hour, model, gpu, requests, prompt_tokens, output_tokens, max_output_tokens, precision,
                    n_gpus, copies, engine, kv_precision):
-    run, gpus = _job(model, gpu, requests, prompt_tokens, output_tokens, max_output_tokens, precision, n_gpus,
-                     copies, engine, kv_precision)
-    return usd_per_gpu_hour * run.seconds * gpus / 3600
+    return usd_per_gpu_hour * batch_job_hours(model, gpu, requests, prompt_tokens, output_tokens, max_output_tokens,
+                                              precision, n_gpus, copies, engine, kv_precision, "gpu_hours")
