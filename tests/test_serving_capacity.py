@@ -560,3 +560,22 @@ def test_a_load_with_no_steady_state_is_quoted_in_the_callers_unit():
     with pytest.raises(FlopsheetError) as info:
         capacity.load_ttft(L8, H100, "bf16", 512, 128, 1, engines.engine("vLLM V0"), concurrency=600)
     assert "600 requests in flight" in info.value.message and "requests/s" not in info.value.message
+
+
+def test_a_first_token_between_idle_and_busy_prefills_once(monkeypatch):
+    """Below one request decoding the first token blends the idle and busy answers (_first_token_s); both use
+    the same prefill, computed once, and the blend is that share of each."""
+    calls = []
+    real = capacity._prefill_s
+
+    def counted(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(capacity, "_prefill_s", counted)
+    eng = engines.engine("vLLM", H100)
+    blended = capacity.time_to_first_token_s(L8, H100, "bf16", 2048, 1, 1, eng, running=0.4)
+    assert len(calls) == 1
+    idle = capacity.time_to_first_token_s(L8, H100, "bf16", 2048, 1, 1, eng)
+    busy = capacity.time_to_first_token_s(L8, H100, "bf16", 2048, 1, 1, eng, running=1)
+    assert blended == pytest.approx(0.4 * busy + 0.6 * idle, rel=1e-12)

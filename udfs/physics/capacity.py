@@ -326,21 +326,18 @@ def _first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: 
     where the mean crosses one. `load` names the load as the caller gave it, for the #NUM! message."""
     load = load or f"{rate:g} requests/s"
     share = min(1.0, running) if step is not None else 0.0
-    idle = 0.0
-    if share < 1:
-        prefill = _prefill_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng)
-        idle = _finite(queueing.prefill_wait_s(rate, prefill), load) + prefill
+    prefill = _prefill_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng)    # once, for both answers
+    idle = _finite(queueing.prefill_wait_s(rate, prefill), load) + prefill if share < 1 else 0.0
     if share <= 0 or step is None:
         return idle
-    return share * _busy_first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng, step, rate, load) \
-        + (1 - share) * idle
+    busy = _busy_first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng, step, rate, load, prefill)
+    return share * busy + (1 - share) * idle
 
 
 def _busy_first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, batch: float,
-                        n_gpus: int, eng: Engine, step: Step, rate: float, load: str) -> float:
-    """_first_token_s while sequences decode: the wait for the iteration in progress, the prefill, the running
-    step beyond what the prefill pays, and the prompts that joined the request's own iteration."""
-    prefill = _prefill_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng)
+                        n_gpus: int, eng: Engine, step: Step, rate: float, load: str, prefill: float) -> float:
+    """_first_token_s while sequences decode: the wait for the iteration in progress, the `prefill` (_prefill_s),
+    the running step beyond what the prefill pays, and the prompts that joined the request's own iteration."""
     carried = max(0.0, step.total - _shared_s(model, gpu, precision, n_gpus, eng, prompt_tokens * batch))
     added = prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng)    # what a prompt adds to an iteration
     # a multi-step engine admits new requests only between windows of its scheduler steps
