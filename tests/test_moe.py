@@ -246,3 +246,20 @@ def test_mla_decode_attention_runs_on_the_absorbed_latent():
     flops = 2 * ds.dim("heads") * (d_k + d_v) * kv_layer_tokens(ds, context) * batch / 8     # layers x context
     rate = capacity._decode_flops(gpu, None, eng, batch)
     assert step.attention == pytest.approx(flops / rate)
+
+
+def test_mla_prefill_attention_runs_on_the_up_projected_heads():
+    """DeepSeek-R1's prefill attention expands the latent into 128 heads whose queries and keys are 192 wide (128 +
+    the 64-wide RoPE part) and whose values are 128 wide (config.json qk_nope_head_dim, qk_rope_head_dim,
+    v_head_dim; DeepSeek-V2 s.2.1.2): (192 + 128) / (2 x 128) = 1.25x what 2 x the head size counts. A GQA model
+    keeps 2 x its head size."""
+    from udfs.physics import arch
+    from udfs.physics.shape import kv_layer_tokens
+    ds, llama = catalog.model("DeepSeek-R1"), catalog.model("Llama 3.1 8B")
+    assert arch.prefill_attention_width(ds) == 320
+    assert arch.prefill_attention_width(llama) == 256
+    prompt = 4096
+    two_head_sizes = 2 * 128 * 128 * prompt * kv_layer_tokens(ds, prompt)     # heads x 2 x head size
+    assert capacity.attention_flops(ds, prompt) == pytest.approx(1.25 * two_head_sizes)
+    assert capacity.attention_flops(llama, prompt) == pytest.approx(
+        2 * 32 * 128 * prompt * kv_layer_tokens(llama, prompt))

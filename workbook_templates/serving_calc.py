@@ -102,6 +102,7 @@ def _figures(s: Sheet, i: Inputs):
                              ("SrvVocab", "Vocabulary", "vocab"),
                              ("SrvHeads", "Attention heads", "heads"), ("SrvHeadDim", "Head size", "head_dim"),
                              ("SrvAttnWidth", "Key + value width per head in decode", "attn_width"),
+                             ("SrvPrefillWidth", "Key + value width per head in prefill", "prefill_width"),
                              ("SrvKvValues", "KV values per token per layer", "kv_values"),
                              ("SrvKvHeads", "KV heads", "kv_heads"), ("SrvMla", "Latent KV (MLA): 1", "mla"),
                              ("SrvGlobal", "Layers caching the whole context", "global_layers"),
@@ -207,7 +208,7 @@ def _figures(s: Sheet, i: Inputs):
             FLOP_COUNT)
     s.value("SrvPrefillFlops16", "... and in the parts kept at 16 bits", f"2*SrvUnconvStream*{p}",
             "at the 16-bit rate (capacity._product_seconds_per_token)", FLOP_COUNT)
-    s.value("SrvPrefillAttnFlops", "FLOPs of one prompt's attention", f"2*SrvHeads*SrvHeadDim*{p}*SrvLtPrompt",
+    s.value("SrvPrefillAttnFlops", "FLOPs of one prompt's attention", f"SrvHeads*SrvPrefillWidth*{p}*SrvLtPrompt",
             "causal attention (grows with the square of the prompt), at flash attention's rate", FLOP_COUNT)
 
 

@@ -13,7 +13,7 @@ from udfs.catalogs import catalog, engines, resolve
 from udfs.errors import FlopsheetError
 from udfs.physics import calibration as cal
 from udfs.physics import arch, capacity, collectives, moe, serving, shape
-from udfs.physics.arch import decode_attention_width, kv_bytes_per_layer_token
+from udfs.physics.arch import decode_attention_width, kv_bytes_per_layer_token, prefill_attention_width
 from udfs.units import GIB, TB, TERA
 
 from . import styles as st
@@ -69,6 +69,8 @@ SHAPE_COLUMNS = [
     ("head_dim", "Head size", lambda m: m.head_size, "0"),
     ("attn_width", "Key + value width a head multiplies per cached token in decode (2 x head size; MLA's latent: 576 + 512)",
      decode_attention_width, "#,##0"),
+    ("prefill_width", "Key + value width a head multiplies per earlier position in prefill (2 x head size; MLA: "
+     "192 + 128)", prefill_attention_width, "#,##0"),
     ("kv_values", "KV values per token per layer", lambda m: kv_bytes_per_layer_token(m, "fp16")
      / catalog.as_precision("fp16").bytes_per_param, "#,##0"),
     ("kv_heads", "KV heads (GPUs beyond them replicate KV)", lambda m: m.kv_head_count, "0"),

@@ -82,6 +82,18 @@ def decode_attention_width(model: Model) -> float:
     return 2 * model.head_size
 
 
+def prefill_attention_width(model: Model) -> float:
+    """Per head, the key and value widths a prefill's attention multiplies (d_k + d_v): causal attention over a
+    prompt does heads x (d_k + d_v) FLOPs per query per earlier position (QK over d_k, PV over d_v). 2 x the head
+    size for multi-head and grouped-query attention. Multi-head latent attention prefills on the up-projected heads,
+    not the latent: d_k = the per-head key (qk_nope_head_dim) plus the RoPE key (qk_rope_head_dim), d_v =
+    v_head_dim (DeepSeek-V2, arXiv:2405.04434, section 2.1.2-2.1.3; DeepSeek-R1's config.json: 128 + 64 and 128),
+    320 where 2 x the head size gives 256 (1.25x)."""
+    if model.kv_lora_rank:
+        return 2 * model.head_size + (model.qk_rope_dim or 0)
+    return 2 * model.head_size
+
+
 def kv_bytes_per_token(model: Model, kv_precision: Precision | str = "bf16") -> float:
     """Bytes of KV cache one token adds to one sequence, over all layers (while the context
     is inside every local layer's window)."""

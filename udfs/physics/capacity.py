@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from . import calibration as cal
 from . import arch, collectives, defaults, moe, queueing, serving
-from .arch import decode_attention_width, kv_cache_bytes
+from .arch import decode_attention_width, kv_cache_bytes, prefill_attention_width
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..catalogs.engines import Engine, engine as engine_profile
 from ..errors import FlopsheetError, MissingFigure, num_error
@@ -240,8 +240,10 @@ def _exchange_s(model: Model, gpu: Gpu, tp: int, tokens: float, eng: Engine) -> 
 
 def attention_flops(model: Model, prompt_tokens: float, batch: float = 1) -> float:
     """Causal attention of a prompt: QK and PV over half the square (local layers over at most their
-    window); it grows with the square of the prompt."""
-    return 2 * model.dim("heads") * model.head_size * prompt_tokens * kv_layer_tokens(model, prompt_tokens) * batch
+    window), each head at its key + value width (arch.prefill_attention_width); it grows with the square of the
+    prompt."""
+    return model.dim("heads") * prefill_attention_width(model) * prompt_tokens * kv_layer_tokens(model, prompt_tokens) \
+        * batch
 
 
 def _attention_rate(gpu: Gpu) -> float:
