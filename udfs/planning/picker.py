@@ -45,6 +45,7 @@ from ..catalogs.engines import Engine
 from ..errors import FlopsheetError, MissingFigure, given, na_error, num_error, value_error
 from ..catalogs.names import key
 from .reasons import WINNER, Reason, Status
+from ..words import plural
 
 WORKLOADS = ("train", "finetune", "lora", "qlora", "serve")
 OBJECTIVES = ("cost", "time")
@@ -558,6 +559,62 @@ def winner(options: list[Option]) -> Option:
                        f"is {best_unverified.count:,} x {best_unverified.gpu}: {best_unverified.reason.text()}")
     reasons = "; ".join(f"{o.gpu}: {o.reason.text()}" for o in options[:3])
     raise num_error(f"no GPU in the catalog meets the constraints ({reasons})")
+
+
+def summary(best: Option, traffic: float | None = None) -> str:
+    """What GPU_RECOMMEND says of the winner, so a reader can check and forward it: the count and its
+    price basis, what the count is (serving: copies, GPUs a copy, spares, the load it is sized for;
+    training: days and GPU-hours), the cost with its range over the regime's measured error and the
+    measured rows behind it, and the cash (up front, a month). A service sized with no traffic is one
+    copy and its spare, priced with the copies busy (as GPU_RANK prices it): the text says so."""
+    serving = best.gpus_per_copy is not None
+    text = f"{best.count:,} x {best.gpu} ({best.price_basis}): "
+    text += _serving_what(best, traffic) if serving else _training_what(best)
+    text += f"; {_money(best.cost, best.cost_unit)}"
+    text += (" at that load" if traffic else " with those copies busy") if serving else " for the job"
+    if best.cost_range:
+        low, high = (_money(v, best.cost_unit, unit_text=False) for v in best.cost_range)
+        rows = plural(best.evidence.rows, "measured row") if best.evidence else ""
+        text += f" ({low} to {high} over its regime's measured error, {rows})"
+    text += _cash_text(best)
+    if serving and not traffic:
+        text += "; no tokens_or_traffic given: sized for one copy's load, give your output tokens/s to size for yours"
+    return text
+
+
+def _serving_what(o: Option, traffic: float | None) -> str:
+    n, copies = given(o.gpus_per_copy, "GPUs a copy"), given(o.sized_copies, "the copies")
+    spare = o.spare_copies or 0
+    per_copy = given(o.tokens_per_sec, "the throughput") * n / o.count
+    text = f"{plural(copies - spare, 'copy')} of {plural(n, 'GPU')}"
+    text += f" + {plural(spare, 'spare copy')}" if spare else ""
+    text += f" for {traffic:,.0f} output tokens/s" if traffic else ""
+    text += f", {per_copy:,.0f} output tokens/s a copy at batch {o.batch}"
+    if o.count > copies * n:
+        text += f", bought as whole {plural(given(o.purchase_unit, 'the system size'), 'GPU')} units: {o.count:,} GPUs"
+    return text
+
+
+def _training_what(o: Option) -> str:
+    return f"{given(o.days, 'the days'):,.1f} days, {given(o.gpu_hours, 'the GPU-hours'):,.0f} GPU-hours"
+
+
+def _money(value: float | None, unit: str, unit_text: bool = True) -> str:
+    if value is None:
+        return "no cost"
+    if unit.startswith("$ per 1M"):
+        return f"${value:,.3f}" + (unit[1:] if unit_text else "")
+    return f"${value:,.0f}"
+
+
+def _cash_text(o: Option) -> str:
+    """The cash the option takes: an owned option's capex and month, a rented service's month (a rented
+    job's cash is its cost)."""
+    if o.capex:
+        return f"; cash ${o.capex:,.0f} up front, ${given(o.monthly_cash, 'the month'):,.0f} a month"
+    if o.gpus_per_copy and o.monthly_cash:
+        return f"; rent ${o.monthly_cash:,.0f} a month"
+    return ""
 
 
 def best_unverified_of(options: list[Option]) -> Option | None:

@@ -1,0 +1,83 @@
+"""GPU_RECOMMEND's summary is what a buyer forwards: it must say what the count is (copies, GPUs a copy,
+spares, the load), what it costs with its range and evidence, and the cash, each checked here by hand
+arithmetic against the catalog's price and the other worksheet functions."""
+
+import re
+
+import pytest
+
+import udfs
+
+RTX = "RTX PRO 6000 Blackwell Server 96GB"
+
+
+def _owned_month_and_capex(gpu: str) -> tuple[float, float, float]:
+    """(cash a GPU-month, capex a GPU, $ per used GPU-hour at 70%) by the data-centre model's arithmetic:
+    server power = TDP x 10,200 W / (8 x 700 W) (DGX H100), capex = system price x 1.10 (network)."""
+    price = udfs.call("GPU_SPEC", gpu, "system_price_usd")
+    server_w = udfs.call("GPU_SPEC", gpu, "tdp_w") * 10_200 / (8 * 700)
+    month = udfs.call("DATACENTER_COST_PER_GPU_MONTH", price, server_w)
+    return month, price * 1.10, month / (730 * 0.70)
+
+
+def test_serving_summary_says_copies_load_cost_range_and_cash():
+    text = udfs.call("GPU_RECOMMEND", "serve", "7B", "fp16")
+    assert text.startswith(f"2 x {RTX} (owned: ")
+    per_copy = udfs.call("SERVING_THROUGHPUT", "7B", RTX, "fp16")
+    assert f"1 copy of 1 GPU + 1 spare copy, {per_copy:,.0f} output tokens/s a copy" in text
+    assert "no tokens_or_traffic given: sized for one copy's load" in text
+    month, capex, rate = _owned_month_and_capex(RTX)
+    # no traffic: 2 GPUs at the rate over both copies' tokens (as GPU_RANK prices it)
+    cost = 2 * rate / (2 * per_copy * 3600) * 1e6
+    assert f"${cost:,.3f} per 1M output tokens with those copies busy" in text
+    row = udfs.call("GPU_RANK", "serve", "7B", "fp16").to_records()[0]
+    assert f"(${row['cost_low']:,.3f} to ${row['cost_high']:,.3f} over its regime's measured error, " \
+           f"{row['evidence_rows']} measured row" in text
+    assert row["cost_low"] < cost < row["cost_high"]
+    assert f"cash ${2 * capex:,.0f} up front, ${2 * month:,.0f} a month" in text
+
+
+def test_serving_summary_at_a_traffic_level():
+    tokens = 20_000
+    text = udfs.call("GPU_RECOMMEND", "serve", "Llama 3.1 8B", "bf16", "cost", "", "", tokens)
+    gpu = text.split(" x ", 1)[1].split(" (", 1)[0]
+    count = int(text.split(" x ", 1)[0])
+    # the same load through GPUS_FOR_TRAFFIC: requests/min = tokens/s x 60 / 256 tokens, no headroom
+    rpm = tokens * 60 / 256
+    copies = udfs.call("GPUS_FOR_TRAFFIC", "Llama 3.1 8B", gpu, rpm, 1024, 256, "", "", "bf16", "", "", 0, "copies")
+    n = udfs.call("GPUS_FOR_TRAFFIC", "Llama 3.1 8B", gpu, rpm, 1024, 256, "", "", "bf16", "", "", 0, "gpus_per_copy")
+    assert f": {copies - 1} copies of {n} GPU" in text and f"+ 1 spare copy for {tokens:,} output tokens/s" in text
+    assert "no tokens_or_traffic given" not in text
+    month, capex, rate = _owned_month_and_capex(gpu)
+    cost = count * rate / (tokens * 3600) * 1e6           # every GPU bought, over the tokens asked for
+    assert f"${cost:,.3f} per 1M output tokens at that load" in text
+    assert f"cash ${count * capex:,.0f} up front, ${count * month:,.0f} a month" in text
+
+
+def test_cloud_service_says_its_rent():
+    text = udfs.call("GPU_RECOMMEND", "serve", "Llama 3.1 8B", "bf16", "cost", "", "", 500, "", "cloud")
+    count = int(text.split(" x ", 1)[0])
+    rate = float(re.search(r"\$([\d.]+)/GPU-h", text).group(1))
+    assert f"rent ${rate * count * 730:,.0f} a month" in text
+    assert "up front" not in text
+
+
+def test_training_summary_says_days_hours_and_the_jobs_cost():
+    text = udfs.call("GPU_RECOMMEND", "qlora", "Llama 3 70B")
+    row = udfs.call("GPU_RANK", "qlora", "Llama 3 70B").to_records()[0]
+    rate = float(re.search(r"\$([\d.]+)/GPU-h", text).group(1))
+    days = row["days"]
+    gpu_hours = days * 24 * row["count"]
+    assert f"{days:,.1f} days, {gpu_hours:,.0f} GPU-hours; ${gpu_hours * rate:,.0f} for the job" in text
+    assert f"(${row['cost_low']:,.0f} to ${row['cost_high']:,.0f} over its regime's measured error" in text
+    # owned: the systems' capex and their month beside the job's cost at the used-hour rate
+    owned = udfs.call("GPU_RECOMMEND", "train", "7B", "bf16", "cost", "", "", "", "", "owned")
+    count, gpu = int(owned.split(" x ", 1)[0]), owned.split(" x ", 1)[1].split(" (", 1)[0]
+    month, capex, _ = _owned_month_and_capex(gpu)
+    assert f"cash ${count * capex:,.0f} up front, ${count * month:,.0f} a month" in owned
+
+
+@pytest.mark.parametrize("part, kind", [("gpu", str), ("count", int)])
+def test_parts_stay_bare(part, kind):
+    value = udfs.call("GPU_RECOMMEND", "serve", "7B", "fp16", "cost", "", "", "", "", "auto", 0, part)
+    assert isinstance(value, kind) and (part == "count" or value == RTX)
