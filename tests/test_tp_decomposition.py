@@ -1,0 +1,71 @@
+"""benchmarks/tp_decomposition.py: the tensor-parallel step by part is the step capacity.decode_step gives, and every
+row at a stated load whose note states a per-token time is shown beside it."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import serving_accuracy as sa
+from benchmarks import tp_decomposition as tpd
+from udfs.catalogs import catalog
+from udfs.physics import collectives
+
+DIRECTORY = sa.default_dir()
+pytestmark = pytest.mark.skipif(not (DIRECTORY / "inference_measured.csv").exists(),
+                                reason="no measured inference rows")
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return sa.cases_of(DIRECTORY)
+
+
+def _tp_dense(cases):
+    return [c for c in cases if c.n_gpus > 1 and c.engine.multi_gpu == "tensor" and not c.model.is_moe
+            and c.metric in ("decode_b1", "prefill")]
+
+
+def test_parts_make_up_the_step(cases):
+    """The weights part is the larger of streaming and the products, and the parts add up to the step."""
+    rows = _tp_dense(cases)
+    assert rows
+    for c in rows:
+        for batch in (1, 32, 256):
+            p = tpd.parts(c, batch)
+            assert p["weights"] == pytest.approx(max(p["stream"], p["gemm"]), rel=1e-9), c.ref
+            assert p["weights"] + p["kv"] + p["ar"] + p["fixed"] == pytest.approx(p["total"], rel=1e-9), c.ref
+            assert 0 < p["ar_lat"] <= p["ar"], c.ref
+
+
+def test_all_reduce_grows_with_the_tokens(cases):
+    """Messages are tokens x hidden x 2 bytes: the bytes part grows with the batch, the latency part does not."""
+    c = next(c for c in _tp_dense(cases) if c.gpu.name.startswith("H100"))
+    small, large = tpd.parts(c, 1), tpd.parts(c, 256)
+    assert large["ar_lat"] == pytest.approx(small["ar_lat"])
+    assert large["ar"] - large["ar_lat"] > 100 * (small["ar"] - small["ar_lat"])
+
+
+def test_every_row_at_a_load_is_shown_with_its_stated_time(cases):
+    notes = tpd._notes(DIRECTORY)
+    lines = tpd.at_load(cases, notes)
+    loaded = [c for c in cases if c.metric == "prefill" and (c.rate or c.concurrency) and c.n_gpus > 1]
+    assert len(lines) == len(loaded) >= 7
+    stated = [c for c in loaded if tpd._stated_ms(notes[c.ref], "TPOT")]
+    assert len(stated) >= 6
+    assert sum("TPOT" in line and "vs iteration" in line for line in lines) == len(stated)
+
+
+def test_stated_times_are_read_from_the_note():
+    assert tpd._stated_ms("median TPOT 25.03 ms, median ITL 21.67 ms", "TPOT") == 25.03
+    assert tpd._stated_ms("median TPOT 25.03 ms, median ITL 21.67 ms", "ITL") == 21.67
+    assert tpd._stated_ms("mean TPOT at this rate 14.12 ms; no fixed batch", "TPOT") == 14.12
+    assert tpd._stated_ms("no per-token time", "TPOT") is None
+
+
+def test_all_reduce_check_lists_every_timing():
+    """One line per published timing, on the NVLink class the source's GPUs use."""
+    lines = tpd.allreduce_check()
+    assert len(lines) == 2 + len(tpd.ALLREDUCE_TIMINGS)
+    assert collectives.link_class(catalog.gpu(tpd.ALLREDUCE_GPU), tpd.ALLREDUCE_GPUS).kind == "nvlink"
