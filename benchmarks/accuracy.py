@@ -1177,6 +1177,13 @@ def _at_load(c: Comparison) -> bool:
     return c.metric == "prefill" and ("request/s:" in c.note or "a closed loop" in c.note)
 
 
+def _deepseek_in_flight(c: Comparison) -> bool:
+    """DeepSeek-R1 at a fixed number of requests in flight (trtllm-bench, InferenceX), split by the layout the row
+    states (serving_accuracy._stated's note: experts tensor-parallel, or split over the GPUs with attention tensor-
+    or data-parallel)."""
+    return c.metric == "fixed_batch" and c.config is not None and c.config.model == "DeepSeek-R1"
+
+
 CITED_GROUPS: tuple[tuple[str, Callable[[Comparison], bool]], ...] = (
     ("bursts", lambda c: c.metric == "burst"),
     ("max_throughput, TensorRT-LLM, dense",
@@ -1197,8 +1204,13 @@ CITED_GROUPS: tuple[tuple[str, Callable[[Comparison], bool]], ...] = (
      and c.config.model == "Mixtral 8x7B"),
     ("MoE, steady, DeepSeek-R1", lambda c: c.metric in STEADY_METRICS and c.config is not None
      and c.config.model == "DeepSeek-R1"),
-    ("MoE, DeepSeek-R1 at a fixed concurrency", lambda c: c.metric == "fixed_batch" and c.config is not None
-     and c.config.model == "DeepSeek-R1"),
+    ("MoE, DeepSeek-R1 at a fixed concurrency", _deepseek_in_flight),
+    ("MoE, DeepSeek-R1 in flight, experts tensor-parallel",
+     lambda c: _deepseek_in_flight(c) and "experts split over the GPUs" not in c.note),
+    ("MoE, DeepSeek-R1 in flight, EP, attention TP",
+     lambda c: _deepseek_in_flight(c) and "attention tensor-parallel" in c.note),
+    ("MoE, DeepSeek-R1 in flight, EP, attention DP",
+     lambda c: _deepseek_in_flight(c) and "attention data-parallel" in c.note),
 )
 
 

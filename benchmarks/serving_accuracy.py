@@ -261,13 +261,13 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
                     measured=_total(value, row, n_gpus), unit="tokens/s", note=note, system="mlperf" in metric_text,
                     max_tpot_ms=tpot, max_ttft_ms=ttft, burst=int(burst.group(1)) if burst else 0,
                     answer_cap=cap, **common)
-    if batch == 1:
+    continuous = "concurren" in batch_text + metric_text
+    if batch == 1 and not (continuous and "tokens/s" in row["unit"].lower()):
         return Case("decode_b1", batch=1, prompt=prompt or 0, output=output or 1, measured=value,
                     unit="tokens/s", note=note, **common)
     if _per_gpu(row) and n_gpus > 1:
         note = "; ".join(filter(None, [note, "per-GPU figure x GPUs" + ("" if "per gpu" in unit else
                                                                         " (see PER_GPU_SOURCES)")]))
-    continuous = "concurren" in batch_text + metric_text
     if continuous:
         note = "; ".join(filter(None, [note, "a fixed number of requests in flight: continuous batching at that batch"]))
     return Case("fixed_batch", batch=batch, prompt=prompt or 1, output=output or 1,
@@ -277,18 +277,28 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
 def _stated(eng: engines.Engine, note: str) -> tuple[engines.Engine, str]:
     """The engine as the row ran it, where its note states a setting the profile defaults otherwise: an
     "engine batch cap N" a model copy (vLLM's max_num_seqs, TensorRT-LLM's max batch size, as the row's launch
-    configuration sets it) and "attention data-parallel" (MoE experts split over the GPUs, each GPU attending
-    to its own sequences: SGLang's --enable-dp-attention, TensorRT-LLM's enable_attention_dp). A row is scored
-    like for like, never with a setting its source does not state."""
+    configuration sets it); an "engine memory fraction F" (SGLang's --mem-fraction-static, TensorRT-LLM's
+    free_gpu_memory_fraction: the profile's memory_fraction under its own memory rule); "attention data-parallel"
+    (MoE experts split over the GPUs, each GPU attending to its own sequences: SGLang's --enable-dp-attention,
+    TensorRT-LLM's enable_attention_dp) or "expert parallel, attention tensor-parallel" (E/n whole experts a GPU,
+    attention split by heads: SGLang's --ep-size without DP attention, TensorRT-LLM's --ep_size with
+    enable_attention_dp false). A row is scored like for like, never with a setting its source does not state."""
     said = []
     cap = re.search(r"engine batch cap ([\d,]+)", note)
     if cap:
         value = int(cap.group(1).replace(",", ""))
         eng = replace(eng, max_batch=value, large_gpu_max_batch=value)
         said.append(f"the row's batch cap {value:,}")
+    share = re.search(r"engine memory fraction (0\.\d+)", note)
+    if share:
+        eng = replace(eng, memory_fraction=float(share.group(1)))
+        said.append(f"the row's memory fraction {share.group(1)}")
     if "attention data-parallel" in note.lower():
         eng = replace(eng, moe_parallel="expert_dp")
         said.append("the row's layout: experts split over the GPUs, attention data-parallel")
+    elif "expert parallel, attention tensor-parallel" in note.lower():
+        eng = replace(eng, moe_parallel="expert")
+        said.append("the row's layout: experts split over the GPUs, attention tensor-parallel")
     return eng, "; ".join(said)
 
 

@@ -303,10 +303,15 @@ TABLE_FIGURES = [
     (("cited", "MoE, every serving metric"), "median {out:.0%} out of sample"),
     (("cited", "MoE, every serving metric"), "{over} too fast"),
     (("cited", "MoE, steady state"), "The {rows} steady-state ones: {out:.1%}"),
-    (("cited", "MoE, steady state"), "is the one too slow ({least:+.1%})"),
+    (("cited", "MoE, steady state"), "from {least:+.1%} to {most:+.1%}"),
     (("cited", "MoE, steady, Mixtral 8x7B"), "Mixtral 8x7B, large experts, {out:.1%} over {rows} rows"),
     (("cited", "MoE, steady, DeepSeek-R1"), "{least:+.0%} to {most:+.0%} over {rows} rows, {out:.0%}"),
-    (("cited", "MoE, DeepSeek-R1 at a fixed concurrency"), "tokens, {least:+.0%} to {most:+.0%})"),
+    (("cited", "MoE, DeepSeek-R1 in flight, experts tensor-parallel"),
+     "experts tensor-parallel {out:.1%} over {rows} rows ({least:+.1%} to {most:+.1%}"),
+    (("cited", "MoE, DeepSeek-R1 in flight, EP, attention TP"),
+     "expert parallel with tensor-parallel attention {out:.1%} over {rows} ({least:+.1%} to {most:+.1%}"),
+    (("cited", "MoE, DeepSeek-R1 in flight, EP, attention DP"),
+     "with data-parallel attention {out:.1%} over {rows} ({least:+.1%} to {most:+.1%}"),
     (("cited", "MoE, bursts"), "The other {rows} are bursts ({out:.0%}"),
 ]
 

@@ -364,20 +364,29 @@ def test_each_memory_kind_has_its_own_share_for_llama_cpp():
 
 def test_a_row_is_scored_with_the_engine_settings_its_note_states(evaluated):
     """A row whose note states its launch configuration is scored with it: "engine batch cap N" (max_num_seqs, a
-    copy's max batch size) caps the batch, "attention data-parallel" runs the MoE layers expert-parallel with each
-    GPU attending to its own sequences; a row stating neither keeps its engine profile."""
+    copy's max batch size) caps the batch, "engine memory fraction F" (SGLang's --mem-fraction-static, TensorRT-LLM's
+    free_gpu_memory_fraction) sets the profile's memory share, "attention data-parallel" runs the MoE layers
+    expert-parallel with each GPU attending to its own sequences, "expert parallel, attention tensor-parallel" splits
+    the experts over the GPUs with attention split by heads; a row stating none keeps its engine profile."""
     results, _, _ = evaluated
     capped = [r for r in results if "engine batch cap" in _note(r)]
+    shared = [r for r in results if "engine memory fraction" in _note(r)]
     split = [r for r in results if "attention data-parallel" in _note(r)]
-    assert capped and split
+    ep = [r for r in results if "expert parallel, attention tensor-parallel" in _note(r)]
+    assert capped and shared and split and ep
     for r in capped:
         stated = int(re.search(r"engine batch cap ([\d,]+)", _note(r)).group(1).replace(",", ""))
         assert r.case.engine.batch_cap(r.case.gpu) == stated, r.case.label
+    for r in shared:
+        stated = float(re.search(r"engine memory fraction ([\d.]+)", _note(r)).group(1))
+        assert r.case.engine.memory_fraction == stated, r.case.label
     assert all(r.case.engine.moe_parallel == "expert_dp" and r.case.model.is_moe for r in split)
-    plain = [r for r in results if "engine batch cap" not in _note(r) and "attention data-parallel" not in _note(r)
-             and r.case.engine.name == "TensorRT-LLM"]
+    assert all(r.case.engine.moe_parallel == "expert" and r.case.model.is_moe for r in ep)
+    said = ("engine batch cap", "engine memory fraction", "attention data-parallel", "expert parallel, attention")
+    plain = [r for r in results if not any(s in _note(r) for s in said) and r.case.engine.name == "TensorRT-LLM"]
     profile = engines.engine("TensorRT-LLM")
-    assert plain and all(r.case.engine.moe_parallel == profile.moe_parallel for r in plain)
+    assert plain and all(r.case.engine.moe_parallel == profile.moe_parallel and
+                         r.case.engine.memory_fraction == profile.memory_fraction for r in plain)
 
 
 def _note(result) -> str:
@@ -409,3 +418,25 @@ def test_a_time_to_first_token_row_at_a_stated_concurrency_is_scored_as_a_closed
         assert estimates[-1] == pytest.approx(load.ttft_s * 1000)
     alone = capacity.time_to_first_token_s(case.model, case.gpu, case.precision, 550, 1, 4, case.engine) * 1000
     assert alone < estimates[0] < estimates[1]
+
+
+def _in_flight_row(batch: str, metric: str, unit: str, value: str) -> dict[str, str]:
+    """A synthetic closed-loop row (the shape of the SemiAnalysis InferenceX rows) with the given metric and unit."""
+    return {"model": "DeepSeek-R1", "params_b": "671", "precision": "FP8", "gpu": "B200 180GB", "num_gpus": "8",
+            "engine": "SGLang 0.5.12", "batch_size": batch, "input_len": "921.5", "output_len": "921.5",
+            "metric": metric, "value": value, "unit": unit, "source": "synthetic",
+            "note": "expert parallel, attention tensor-parallel: experts split 8 ways; engine memory fraction 0.85"}
+
+
+def test_a_throughput_row_at_one_request_in_flight_is_a_closed_loop_not_batch_one_decode():
+    """Output tokens/s of a closed loop of one request (each request's prefill in its rate) is scored as continuous
+    batching at batch 1, per GPU x GPUs, with the layout and memory share the note states; a TPOT at one in flight
+    (a decode speed) stays batch-1 decode."""
+    case = acc.parse("synthetic:1", _in_flight_row("1", "output tokens/s at concurrency 1", "tokens/s per GPU", "20"))
+    assert (case.metric, case.batch, case.continuous, case.measured) == ("fixed_batch", 1, True, 160)
+    assert (case.engine.moe_parallel, case.engine.memory_fraction) == ("expert", 0.85)
+    point = capacity.serving_point(case.model, case.gpu, case.precision, case.prompt, case.output, 8, None,
+                                   case.engine, case.kv, batch=1)
+    assert acc.estimate(case, case.engine) == point.tokens_per_sec
+    tpot = acc.parse("synthetic:2", _in_flight_row("1", "mean TPOT at max-concurrency 1", "ms/token", "5"))
+    assert (tpot.metric, tpot.measured) == ("decode_b1", 200)
