@@ -59,7 +59,7 @@ def breakdown(case: sa.Case) -> Breakdown:
     attention = capacity.attention_flops(m, case.prompt)
     attention_rate = capacity._attention_rate(g)
     compute = capacity.prefill_compute_s(m, g, p, case.prompt, 1, n, eng)
-    budget = eng.max_num_tokens
+    budget = eng.token_budget(g)
     chunks = max(1, -(-int(case.prompt) // budget)) if budget else 1
     return Breakdown(2 * capacity._matmul_params(m) * case.prompt, attention, products_s,
                      attention / attention_rate / split, max(0.0, compute - products_s - attention / attention_rate / split),
@@ -100,7 +100,7 @@ def line(case: sa.Case) -> str:
             f"    products {parts.products_s * 1e3:9.2f} ms at {parts.matmul_rate / 1e12:6.0f} TFLOPS  "
             f"attention {parts.attention_s * 1e3:8.2f} ms at {parts.attention_rate / 1e12:5.0f} "
             f"(x{cal.ATTENTION_FRACTION} of 16-bit peak; {share:.0%} of compute)  exchange "
-            f"{parts.exchange_s * 1e3:6.2f} ms  chunks {parts.chunks} of {case.engine.max_num_tokens or 'all'}  "
+            f"{parts.exchange_s * 1e3:6.2f} ms  chunks {parts.chunks} of {case.engine.token_budget(case.gpu) or 'all'}  "
             f"prefill {parts.prefill_s * 1e3:9.2f} ms\n"
             f"    {what}: model {modelled:8.3f} s, row leaves "
             f"{left:8.3f} s -> {rate / 1e12:6.0f} TFLOPS a GPU = {rate / peak:.2f} of the 16-bit peak")

@@ -205,7 +205,7 @@ def test_kv_capacity_rows_are_scored_with_their_own_engine_and_memory_share(repo
         eng = replace(engines.engine(s["engine"], gpu), memory_fraction=share)
         if "max_num_batched_tokens" in s:   # the row's own profile run, not the profile's default
             eng = replace(eng, max_num_tokens=int(s["max_num_batched_tokens"]), max_batch=int(s["max_num_seqs"]),
-                          large_gpu_max_batch=None)
+                          large_gpu_max_batch=None, large_gpu_max_num_tokens=None)
             assert capacity.profile_run_gib(model, gpu, int(r["num_gpus"]), eng) > 0
         assert c.config.engine == eng.name
         if accuracy.number(r["peak_gpu_mem_gb"]) is None:
@@ -342,7 +342,8 @@ def test_the_vllm_kv_budget_by_hand():
     from udfs.physics import capacity
     gpu = resolve.gpu("H100 SXM 80GB")
     eng = engines.engine("vLLM", gpu)
-    assert (eng.memory_fraction, eng.profile_tokens, eng.batch_cap(gpu), eng.activation_reserve_gib) == (0.9, 8192, 1024, 1.5)
+    assert (eng.memory_fraction, eng.profile_tokens(gpu), eng.batch_cap(gpu), eng.activation_reserve_gib) \
+        == (0.9, 8192, 1024, 1.5)
     gib = 2 ** 30
     profile = (8192 * (2 * 4096 + 3 * 14336) * 2 + 2 * 1024 * 128256 * 4) / gib
     expected = 80 * 0.9 - 8_030_261_248 * 2 / gib - profile - 1.5

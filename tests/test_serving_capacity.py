@@ -483,7 +483,7 @@ def test_vllm_keeps_its_profile_run_out_of_the_kv_cache():
     from udfs.units import GIB
     model, gpu = resolve.model("Llama 3.1 8B"), resolve.gpu("H100 SXM 80GB")
     vllm = engine("vLLM", gpu)
-    one = replace(vllm, max_num_tokens=1000, max_batch=1, large_gpu_max_batch=None)
+    one = replace(vllm, max_num_tokens=1000, max_batch=1, large_gpu_max_batch=None, large_gpu_max_num_tokens=None)
     two = replace(one, max_num_tokens=2000)
     per_token = capacity.profile_run_gib(model, gpu, 1, two) - capacity.profile_run_gib(model, gpu, 1, one)
     assert per_token * GIB / 1000 == pytest.approx((2 * 4096 + 3 * 14336) * 2)
@@ -491,7 +491,8 @@ def test_vllm_keeps_its_profile_run_out_of_the_kv_cache():
         1000 * (2 * 4096 + 3 * 14336) * 2 + 2 * 1 * 128256 * 4)
     assert capacity.profile_run_gib(model, gpu, 2, one) < capacity.profile_run_gib(model, gpu, 1, one)  # FFN split
     budget = capacity.kv_budget_gib(model, gpu, "bf16", 1, vllm)
-    assert budget == pytest.approx(capacity.kv_budget_gib(model, gpu, "bf16", 1, replace(vllm, max_num_tokens=None))
+    assert budget == pytest.approx(capacity.kv_budget_gib(model, gpu, "bf16", 1, replace(vllm, max_num_tokens=None,
+                                                                                     large_gpu_max_num_tokens=None))
                                    - capacity.profile_run_gib(model, gpu, 1, vllm))
     for other in ("SGLang", "TensorRT-LLM"):
         assert capacity.profile_run_gib(model, gpu, 1, engine(other, gpu)) == 0
@@ -579,3 +580,20 @@ def test_a_first_token_between_idle_and_busy_prefills_once(monkeypatch):
     idle = capacity.time_to_first_token_s(L8, H100, "bf16", 2048, 1, 1, eng)
     busy = capacity.time_to_first_token_s(L8, H100, "bf16", 2048, 1, 1, eng, running=1)
     assert blended == pytest.approx(0.4 * busy + 0.6 * idle, rel=1e-12)
+
+
+def test_vllm_serves_a_smaller_token_budget_on_an_a100_and_on_smaller_gpus():
+    """`vllm serve` runs max_num_batched_tokens 8,192 on GPUs of at least 70 GiB other than the A100, 2,048
+    elsewhere (arg_utils.get_batch_defaults); its profile run is that budget, and a prompt longer than it is
+    prefilled in chunks, each re-reading the weights and paying a step's fixed costs."""
+    from dataclasses import replace
+    from udfs.physics import arch
+    vllm, l40s = engines.engine("vLLM"), catalog.gpu("L40S")
+    assert (vllm.token_budget(H100), vllm.token_budget(A100), vllm.token_budget(l40s)) == (8192, 2048, 2048)
+    assert (vllm.profile_tokens(H100), vllm.profile_tokens(A100)) == (8192, 2048)
+    assert engines.engine("SGLang").token_budget(A100) == engines.engine("SGLang").token_budget(H100) == 8192
+    two = capacity.prefill_seconds(L8, A100, "bf16", 4096, 1, 1, vllm)           # 2 chunks of 2,048
+    one = capacity.prefill_seconds(L8, A100, "bf16", 4096, 1, 1, replace(vllm, max_num_tokens=8192))
+    read = arch.weight_bytes(L8, "bf16") / (A100.bandwidth_tbs * 1e12 * vllm.bandwidth_fraction_hbm)
+    fixed = (vllm.step_overhead_us + L8.dim("layers") * (vllm.layer_overhead_us + cal.EAGER_LAYER_US)) * 1e-6
+    assert two - one == pytest.approx(read + fixed, rel=1e-9)

@@ -137,8 +137,6 @@ def _figures(s: Sheet, i: Inputs):
                                    ("SrvMemRule", "Memory rule", "memory_rule", None),
                                    ("SrvMemFrac", "Memory share", "memory_fraction", "0.00"),
                                    ("SrvReserve", "Flat reserve (GiB)", "activation_reserve_gib", "0.0"),
-                                   ("SrvProfTokens", "Profile run kept out of the KV cache (tokens; 0: none)",
-                                    "profile_tokens", "#,##0"),
                                    ("SrvKvRes", "KV cache per request", "kv_reservation", None),
                                    ("SrvQuantFactor", "Bandwidth factor for weight-only quantised formats",
                                     "quantized_factor", "0.00"),
@@ -153,6 +151,9 @@ def _figures(s: Sheet, i: Inputs):
     s.value("SrvBwFrac", "Achieved share of memory bandwidth", f"INDEX(EG_bandwidth,MATCH({key},EG_keys,0))", "",
             "0.00")
     s.value("SrvCap", "Engine batch cap (0: none)", f"INDEX(EG_cap,MATCH({key},EG_keys,0))", "", "#,##0")
+    s.value("SrvProfTokens", "Profile run kept out of the KV cache (tokens; 0: none)",
+            f"INDEX(EG_profile,MATCH({key},EG_keys,0))", "Engine.profile_tokens: vLLM's token budget on the GPU",
+            "#,##0")
 
     s.section("Number formats (Precisions sheet; Serving figures)")
     s.value("SrvWidth", "Bytes per weight", f"INDEX(CatPrecision_bytes_per_param,MATCH({prec},CatPrecisionNames,0))",

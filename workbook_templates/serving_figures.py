@@ -84,7 +84,6 @@ ENGINE_COLUMNS = [  # engine profile fields the calculation reads
     ("multi_gpu", "Several GPUs", None), ("moe_parallel", "MoE layers over a group", None),
     ("memory_rule", "Memory rule", None),
     ("memory_fraction", "Memory share", "0.00"), ("activation_reserve_gib", "Reserve (GiB)", "0.0"),
-    ("profile_tokens", "Profile run kept out of the KV cache (tokens; 0: none)", "#,##0"),
     ("kv_reservation", "KV per request", None), ("quantized_factor", "Weight-only quantised bandwidth factor", "0.00"),
     ("layer_overhead_us", "Fixed time per layer (us)", "0.0"), ("step_overhead_us", "Fixed time per step (us)", "0.0"),
     ("sequence_overhead_us", "CPU time per running sequence per step (us; blank: overlapped)", "0.0"),
@@ -214,10 +213,12 @@ def figures_sheet(book: Book):
                  [[g.name + SEP + str(n), *_all_reduce(g, n)] for g in gpus for n in GROUP_SIZES],
                  {1: "GN_keys", 2: "GN_latency_s", 3: "GN_bus"}, [None, "0.000000", "#,##0"])
     pairs = [(e, g) for e in engines.engines() for g in gpus]
-    row = _block(book, ws, row, "Engine on a GPU: achieved share of memory bandwidth, batch limit",
-                 ["Engine | GPU", "Bandwidth share", "Batch cap (blank: none)"],
-                 [[e.name + SEP + g.name, e.bandwidth_fraction(g), e.batch_cap(g)] for e, g in pairs],
-                 {1: "EG_keys", 2: "EG_bandwidth", 3: "EG_cap"}, [None, "0.00", "#,##0"])
+    row = _block(book, ws, row, "Engine on a GPU: achieved share of memory bandwidth, batch limit, the profile run "
+                 "kept out of the KV cache (vLLM's token budget on that GPU)",
+                 ["Engine | GPU", "Bandwidth share", "Batch cap (blank: none)", "Profile run (tokens; 0: none)"],
+                 [[e.name + SEP + g.name, e.bandwidth_fraction(g), e.batch_cap(g), e.profile_tokens(g)]
+                  for e, g in pairs],
+                 {1: "EG_keys", 2: "EG_bandwidth", 3: "EG_cap", 4: "EG_profile"}, [None, "0.00", "#,##0", "#,##0"])
     precisions = catalog.precisions()
     row = _block(book, ws, row, "A number format on a GPU: the tensor rate its products get, the units' width, "
                  "weights dequantised to 16-bit (1: yes); blank: the catalog has no figure or the GPU no units",

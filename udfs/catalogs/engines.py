@@ -63,6 +63,7 @@ class Engine:
     max_batch: int | None
     large_gpu_max_batch: int | None
     max_num_tokens: int | None
+    large_gpu_max_num_tokens: int | None   # the token budget on large GPUs (token_budget); blank: max_num_tokens
     kv_reservation: str
     kv_precision: str
     precisions: tuple[str, ...]
@@ -138,19 +139,30 @@ class Engine:
         lo, hi = (_numbers(part) for part in self.version_range.split("-", 1))
         return (not lo or version >= lo) and (not hi or version[:len(hi)] <= hi)
 
-    @property
-    def profile_tokens(self) -> int:
+    def profile_tokens(self, gpu: Gpu) -> int:
         """Tokens of the start-up profile run whose peak the engine keeps out of the KV cache beside the weights:
-        vLLM's forward pass at max_num_batched_tokens (capacity.profile_run_gib); 0: none counted (SGLang and
-        TensorRT-LLM size the cache by their memory shares; a vLLM profile with no token budget, V0, runs
-        max_model_len tokens, which an estimate does not know)."""
-        return (self.max_num_tokens or 0) if self.family == "vLLM" else 0
+        vLLM's forward pass at max_num_batched_tokens on this GPU (token_budget; capacity.profile_run_gib); 0: none
+        counted (SGLang and TensorRT-LLM size the cache by their memory shares; a vLLM profile with no token
+        budget, V0, runs max_model_len tokens, which an estimate does not know)."""
+        return (self.token_budget(gpu) or 0) if self.family == "vLLM" else 0
+
+    @staticmethod
+    def large_gpu(gpu: Gpu) -> bool:
+        """vLLM's "large GPU" for its defaults: at least 70 GiB of memory and not an A100 (arg_utils
+        get_batch_defaults: a large token budget on the A100 lowered throughput, vLLM PR #17885)."""
+        return gpu.memory_gb >= 70 and "A100" not in gpu.name
 
     def batch_cap(self, gpu: Gpu) -> int | None:
-        """The engine's own limit on concurrent sequences. vLLM raises its default on GPUs with
-        at least 70 GiB other than the A100 (arg_utils.get_batch_defaults)."""
-        big = gpu.memory_gb >= 70 and "A100" not in gpu.name
-        return self.large_gpu_max_batch if (big and self.large_gpu_max_batch) else self.max_batch
+        """The engine's own limit on concurrent sequences. vLLM raises its default on large GPUs (large_gpu)."""
+        return self.large_gpu_max_batch if (self.large_gpu(gpu) and self.large_gpu_max_batch) else self.max_batch
+
+    def token_budget(self, gpu: Gpu) -> int | None:
+        """Tokens the engine runs in one iteration (prefill chunks beside the running decodes: vLLM's
+        max_num_batched_tokens, SGLang's chunked_prefill_size, TensorRT-LLM's max_num_tokens); None: no budget,
+        a prompt is prefilled whole. `vllm serve` raises its default on large GPUs (large_gpu): 8,192, else 2,048."""
+        if self.large_gpu(gpu) and self.large_gpu_max_num_tokens:
+            return self.large_gpu_max_num_tokens
+        return self.max_num_tokens
 
     def kv_format(self, precision: Precision | str) -> str:
         """KV-cache format the engine uses when none is asked for: 16-bit, or FP8 for engines

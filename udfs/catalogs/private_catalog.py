@@ -85,7 +85,7 @@ LIMITS: dict[str, dict[str, numbers.Range]] = {
                     "activation_reserve_gib": _R(0, 10_000), "max_batch": _R(1, 1e7, whole=True),
                     "large_gpu_max_batch": _R(1, 1e7, whole=True), "graph_max_batch": _R(0, 1e7, whole=True),
                     "scheduler_steps": _R(1, 1e4, whole=True),
-                    "max_num_tokens": _R(1, 1e10, whole=True),
+                    "max_num_tokens": _R(1, 1e10, whole=True), "large_gpu_max_num_tokens": _R(1, 1e10, whole=True),
                     "layer_overhead_us": _R(0, 1e6), "step_overhead_us": _R(0, 1e7),
                     "sequence_overhead_us": _R(0, 1e6)},
 }

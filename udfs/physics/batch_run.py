@@ -5,7 +5,7 @@ last answer. Standard library only.
 A steady state (capacity.serving_point) runs a full batch forever. A finite run does not:
 - the engine admits requests up to its concurrency cap (the KV cache under its memory rule, and
   its own batch limit: capacity.kv_batch, Engine.batch_cap), the rest wait for a slot;
-- prompts are prefilled within the engine's token budget per iteration (Engine.max_num_tokens:
+- prompts are prefilled within the engine's token budget per iteration (Engine.token_budget:
   vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size), beside the running decodes,
   each chunk paying its compute (capacity.prefill_compute_s); an engine without a budget
   prefills every admitted prompt at once;
@@ -116,7 +116,7 @@ def run(model: Model, gpu: Gpu, precision: Precision | str, requests: int, promp
             steps[batch] = capacity.decode_step(model, gpu, precision, batch, context, n_gpus, kv, eng).total
         return steps[batch]
 
-    run_, admitted = _simulate(lengths, prompt_tokens, cap, eng.max_num_tokens, per_token, step_s)
+    run_, admitted = _simulate(lengths, prompt_tokens, cap, eng.token_budget(gpu), per_token, step_s)
     extra = int(requests) - simulated
     if not extra:
         return run_

@@ -288,7 +288,8 @@ def _prefill_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: floa
     tokens = prompt_tokens * batch
     dp = _dp_attention(model, eng, split)
     own = tokens / split if dp and batch >= split else tokens     # data-parallel attention: each GPU its own prompts
-    chunks = max(1, math.ceil(own / eng.max_num_tokens)) if eng.max_num_tokens else 1
+    budget = eng.token_budget(gpu)
+    chunks = max(1, math.ceil(own / budget)) if budget else 1
     compute = prefill_compute_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng) * stages
     if dp and batch < split:        # data-parallel attention: fewer prompts than GPUs leave GPUs idle (upper bound)
         compute *= split / max(1.0, batch)
@@ -522,7 +523,7 @@ def profile_run_gib(model: Model, gpu: Gpu, n_gpus: int, eng: Engine) -> float:
     (3 x the FFN width, 2 x ungated, split over the tensor-parallel GPUs), 16-bit values a token; the sampler holds
     the FP32 logits and their softmax, 2 x rows x vocabulary x 4 bytes, on every GPU. 0 for engines that size their
     cache another way (Engine.profile_tokens)."""
-    tokens = eng.profile_tokens
+    tokens = eng.profile_tokens(gpu)
     if not tokens:
         return 0.0
     tp = layout(gpu, eng, n_gpus)[0]
