@@ -90,6 +90,12 @@ class Config:
     precision: str = ""
     n_gpus: int = 1
     engine: str = ""
+    copy_gpus: int | None = None    # GPUs in one model copy where a system result splits its GPUs into copies
+
+    @property
+    def layout_gpus(self) -> int:
+        """The GPUs whose layout the row measures (one GPU or parallel): one copy's."""
+        return self.copy_gpus or self.n_gpus
 
 
 @dataclass
@@ -239,8 +245,9 @@ def compare_inference(directory: Path) -> tuple[list[Comparison], list[Skip]]:
 
 
 def _case_config(case) -> Config:
+    from benchmarks import serving_accuracy as serving_acc
     return Config(case.model.name, case.model.params, case.model.is_moe, case.gpu, case.precision, case.n_gpus,
-                  case.engine.name)
+                  case.engine.name, serving_acc.copy_gpus(case))
 
 
 # ---------------------------------------------------------------------------- training
@@ -910,7 +917,7 @@ def evidence_rows(report: Report, as_of: str) -> list[evidence.Measured]:
         if metric is None or k is None:
             continue
         ref, _, description = c.row.partition(" ")
-        regime = evidence.regime_of(metric, k.gpu, k.moe, k.n_gpus, k.engine)
+        regime = evidence.regime_of(metric, k.gpu, k.moe, k.layout_gpus, k.engine)
         out.append(evidence.Measured(**asdict(regime), model=k.model, params_b=round(k.params / 1e9, 3),
                                      gpu=k.gpu.name, precision=k.precision, n_gpus=max(k.n_gpus, 1),
                                      error_in=_evidence_error(c, c.error), error_out=_evidence_error(c, c.error_out),
@@ -1078,7 +1085,7 @@ def regime_tag(c: Comparison, dimension: str) -> str:
     if dimension == "architecture":
         return "MoE" if k.moe else "dense"
     if dimension == "layout":
-        return "-" if k.n_gpus < 1 else "parallel" if k.n_gpus > 1 else "one GPU"
+        return "-" if k.n_gpus < 1 else "parallel" if k.layout_gpus > 1 else "one GPU"
     if dimension == "GPUs":
         return gpu_class(k.n_gpus) if c.metric == "scaling" else "-"
     return (k.gpu.vendor if k.gpu is not None else "") or "-"

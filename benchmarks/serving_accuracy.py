@@ -380,23 +380,42 @@ def estimate(case: Case, eng: engines.Engine) -> float:
 
 def max_throughput(case: Case, eng: engines.Engine) -> float:
     """SERVING_THROUGHPUT of the row's GPUs. A system result (MLPerf) is the best split of its
-    GPUs into model copies: copies x the throughput of a tensor-parallel group that divides them.
-    A burst (N requests sent at once) runs at most N at a time: burst_throughput."""
-    m, g, p, n = case.model, case.gpu, case.precision, case.n_gpus
+    GPUs into model copies (best_split). A burst (N requests sent at once) runs at most N at a time:
+    burst_throughput."""
     if case.burst:
         return burst_throughput(case, eng)
+    return best_split(case, eng)[0]
+
+
+def best_split(case: Case, eng: engines.Engine) -> tuple[float, int]:
+    """(output tokens/s, GPUs a copy) of the row's GPUs at the largest batch: a system result (MLPerf) is
+    the best split of its GPUs into model copies, copies x the throughput of a tensor-parallel group that
+    divides them; any other row is one copy on all its GPUs."""
+    m, g, p, n = case.model, case.gpu, case.precision, case.n_gpus
     groups = [t for t in capacity.TP_CHOICES if n % t == 0] if case.system else [n]
-    best, error = 0.0, None
+    best, error = (0.0, n), None
     for t in groups:
         try:
             point = capacity.serving_point(m, g, p, case.prompt, case.output, t, case.max_tpot_ms, eng,
                                            case.kv, case.max_ttft_ms)
-            best = max(best, n // t * point.tokens_per_sec)
+            best = max(best, (n // t * point.tokens_per_sec, t))
         except FlopsheetError as exc:
             error = exc
-    if not best:
+    if not best[0]:
         raise error
     return best
+
+
+def copy_gpus(case: Case) -> int:
+    """GPUs in one model copy as the row is scored: a system result's best split (best_split, with the
+    row's engine), else all its GPUs. The regime's layout (one GPU or parallel) is the copy's: a system of
+    eight one-GPU copies measures a one-GPU estimate, not a tensor-parallel one."""
+    if not case.system or case.metric != "max_throughput":
+        return case.n_gpus
+    try:
+        return best_split(case, case.engine)[1]
+    except FlopsheetError:
+        return case.n_gpus
 
 
 def burst_throughput(case: Case, eng: engines.Engine) -> float:

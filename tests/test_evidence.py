@@ -10,7 +10,9 @@ import udfs
 from benchmarks import accuracy
 from udfs.errors import FlopsheetError
 from udfs.catalogs import catalog, resolve
-from udfs.physics import evidence
+from udfs.physics import capacity, evidence
+from udfs.planning import picker
+from udfs.planning.reasons import Status
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "udfs" / "data" / evidence.FILE
@@ -84,8 +86,8 @@ def test_a_gpu_defined_in_a_cell_is_never_measured():
 
 
 def test_moe_serving_on_amd_has_no_measurement_yet():
-    # MoE serving is measured on NVIDIA (vLLM, SGLang, TensorRT-LLM: MLPerf v4.1 Mixtral, GPUStack's bursts)
-    assert evidence.for_option("throughput", catalog.model("Mixtral 8x7B"), catalog.gpu("H100"), "fp8", 2,
+    # MoE serving is measured on NVIDIA (vLLM, SGLang, TensorRT-LLM: MLPerf v4.1 Mixtral, scored as one-GPU copies)
+    assert evidence.for_option("throughput", catalog.model("Mixtral 8x7B"), catalog.gpu("H100"), "fp8", 1,
                                "TensorRT-LLM").measured
     ev = evidence.for_option("throughput", catalog.model("Mixtral 8x7B"), catalog.gpu("MI300X"), "fp8", 1, "vLLM")
     assert not ev.measured and ev.regime.architecture == "MoE"
@@ -205,9 +207,34 @@ def test_the_figures_the_docs_quote_are_current():
 def test_a_dense_band_holds_no_moe_row():
     """Below the metric level dense and MoE rows stay apart: a dense model's band is read from dense rows
     only (the MoE misses, docs/accuracy.md, would widen it), and a MoE model's from MoE rows."""
-    # Mixtral on two H100s: MLPerf's steady-state rows (bursts set no band: benchmarks/accuracy.py)
-    for model, architecture, n in (("Llama 3.1 8B", "dense", 1), ("Mixtral 8x7B", "MoE", 2)):
+    # Mixtral on one H100: MLPerf's steady-state rows, scored as one-GPU copies (bursts set no band)
+    for model, architecture, n in (("Llama 3.1 8B", "dense", 1), ("Mixtral 8x7B", "MoE", 1)):
         regime = evidence.regime_of("throughput", catalog.gpu("H100"), catalog.model(model).is_moe, n, "TensorRT-LLM")
         for _, level in evidence.LEVELS[:-1]:
             rows = evidence._at(level, regime, evidence.measured())
             assert rows and {m.regime.architecture for m in rows} == {architecture}, (model, level)
+
+
+def test_a_system_of_one_gpu_copies_backs_one_gpu_not_tensor_parallel():
+    """An MLPerf system result is scored as the best split of its GPUs into model copies
+    (benchmarks/serving_accuracy.best_split); its regime's layout is the copy's. Llama 2 70B in FP4 on HPE's
+    8 x RTX PRO 6000 (96 GB): the weights, 70e9 x 4 bits = 35 GB, fit one card, and eight one-GPU copies are
+    the split scored, so the row backs one-GPU copies and nothing backs a copy of two cards (tensor parallel over
+    PCIe, issue 20's worst layout)."""
+    from benchmarks import serving_accuracy as acc
+    assert 70e9 * 4 / 8 / 1e9 < udfs.call("GPU_SPEC", "RTX PRO 6000 Blackwell Server", "memory_gb")
+    case = next(c for c in acc.cases_of(acc.default_dir()) if c.system and c.model.name == "Llama 2 70B"
+                and c.gpu.name.startswith("RTX PRO 6000") and c.n_gpus == 8)
+    one = capacity.serving_point(case.model, case.gpu, case.precision, case.prompt, case.output, 1, case.max_tpot_ms,
+                                 case.engine, case.kv, case.max_ttft_ms).tokens_per_sec
+    assert acc.best_split(case, case.engine) == (pytest.approx(8 * one), 1)
+    shipped = next(m for m in evidence.measured() if m.row == case.ref)
+    assert shipped.layout == "one GPU" and shipped.n_gpus == 8
+    two_cards = evidence.for_option("throughput", None, catalog.gpu("RTX PRO 6000 Blackwell Server"), "bf16", 2,
+                                    "TensorRT-LLM")
+    assert not two_cards.measured and "no measurement" in two_cards.text()
+    # so the picker does not call 13B in copies of two such cards (the $2M brief's serving) measured
+    ranked = {o.gpu: o for o in picker.rank("serve", 13e9, "bf16", tokens_or_traffic=6250, prompt_tokens=1000,
+                                            output_tokens=300, max_latency_s=10, price_basis="owned")}
+    rtx = ranked["RTX PRO 6000 Blackwell Server 96GB"]
+    assert rtx.gpus_per_copy == 2 and rtx.status is Status.UNVERIFIED

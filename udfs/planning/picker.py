@@ -591,7 +591,7 @@ def _serving_what(o: Option, traffic: float | None) -> str:
     text += f" for {traffic:,.0f} output tokens/s" if traffic else ""
     text += f", {per_copy:,.0f} output tokens/s a copy at batch {o.batch}"
     if o.count > copies * n:
-        text += f", bought as whole {plural(given(o.purchase_unit, 'the system size'), 'GPU')} units: {o.count:,} GPUs"
+        text += f", bought in whole {given(o.purchase_unit, 'the system size')}-GPU units: {o.count:,} GPUs"
     return text
 
 
