@@ -81,3 +81,21 @@ def test_training_summary_says_days_hours_and_the_jobs_cost():
 def test_parts_stay_bare(part, kind):
     value = udfs.call("GPU_RECOMMEND", "serve", "7B", "fp16", "cost", "", "", "", "", "auto", 0, part)
     assert isinstance(value, kind) and (part == "count" or value == RTX)
+
+
+def test_serving_by_time_ranks_by_the_time_each_request_takes():
+    """objective = time for a service: the fastest request first (output tokens / the tokens/s each request
+    sees), then the cheaper, as a scenario report ranks; not tokens/s per GPU, which put a 72-GPU GB200 rack
+    ($3.7M) first for one copy of an 8B model on a 3% edge in throughput per GPU."""
+    from udfs.planning import picker
+    ok = [o for o in picker.rank("serve", "Llama 3.1 8B", "bf16", "time") if o.ok]
+    seconds = [256 / o.per_request_tps for o in ok]
+    assert len(ok) >= 3 and seconds == sorted(seconds)
+    best, second = ok[0], ok[1]
+    tpot = udfs.call("SERVING_LATENCY_MS", "Llama 3.1 8B", best.gpu, "bf16", 1024, 256, best.gpus_per_copy, "", "",
+                     "", "tpot")
+    assert best.per_request_tps == pytest.approx(1000 / tpot, rel=1e-9)
+    ratio = (256 / second.per_request_tps) / (256 / best.per_request_tps)
+    assert second.reason.text() == f"fits, {ratio:.2f}x the winner's time"
+    text = udfs.call("GPU_RECOMMEND", "serve", "Llama 3.1 8B", "bf16", "time")
+    assert text.startswith(f"{best.count} x {best.gpu} (")

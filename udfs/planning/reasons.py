@@ -42,7 +42,6 @@ TEMPLATES: dict[tuple[Status, frozenset[str]], str] = {
     (Status.OK, frozenset()): "winner",
     (Status.OK, frozenset({"cost_ratio"})): "fits, {cost_ratio:.2f}x the winner's cost",
     (Status.OK, frozenset({"time_ratio"})): "fits, {time_ratio:.2f}x the winner's time",
-    (Status.OK, frozenset({"throughput_ratio"})): "fits, {throughput_ratio:.2f}x the winner's tokens/s per GPU",
     (Status.NO_SPEC, frozenset({"detail"})): "{detail}",
     (Status.NO_SPEC, frozenset({"figure", "needed_for", "how"})):
         "not comparable: {needed_for} needs {figure}, which the catalog does not have ({how})",
@@ -81,7 +80,7 @@ TEMPLATES: dict[tuple[Status, frozenset[str]], str] = {
 }
 _UNVERIFIED = ("no measurement in its regime ({regime}); to verify it, {ask}. Include it with {include}")
 TEMPLATES[(Status.UNVERIFIED, frozenset({"regime", "ask", "include"}))] = "unverified: " + _UNVERIFIED
-for _ratio, _what in (("cost_ratio", "cost"), ("time_ratio", "time"), ("throughput_ratio", "tokens/s per GPU")):
+for _ratio, _what in (("cost_ratio", "cost"), ("time_ratio", "time")):
     TEMPLATES[(Status.UNVERIFIED, frozenset({"regime", "ask", "include", _ratio}))] = \
         f"unverified ({{{_ratio}:.2f}}x the winner's {_what}): " + _UNVERIFIED
 

@@ -14,7 +14,9 @@ ARGS = [
         choices=picker.WORKLOADS),
     replace(MODEL_OR_PARAMS, help="Catalog model name or a parameter count (7e9, \"70B\")"),
     PRECISION,
-    Arg("objective", "choice", "Rank by cost (default) or time", choices=picker.OBJECTIVES, default="cost"),
+    Arg("objective", "choice", "Rank by cost (default) or time: a job's days; a service's time per request (the "
+        "tokens/s each request sees), then its cost, as a scenario report ranks", choices=picker.OBJECTIVES,
+        default="cost"),
     Arg("budget_usd", "number", "Budget as cash (blank = none): for a job, cash up front (= capex_budget_usd); "
         "for serving, cash a month (= monthly_budget_usd)", "$", default="", min=0, min_open=True),
     Arg("deadline_days", "number", f"Days a training job may take (default {defaults.DEADLINE_DAYS})", "days",
