@@ -58,7 +58,7 @@ METRICS = {
     "max_throughput": "Max-throughput output tokens/s (SERVING_THROUGHPUT)",
     "burst": "Burst of N requests sent at once: the run's mean output tokens/s (prefill queue, ramp and tail)",
     "prefill": "Time to first token / prefill",
-    "training_hours": "Whole-run training GPU-hours (efficiency table, scope run)",
+    "training_hours": "Whole-run training GPU-hours (steady-state MFU x TRAINING_GOODPUT, scope run)",
     "mfu": "Training throughput: steady-state MFU (step-time model) vs reported, 6·N basis",
     "scaling": "Training MFU at the row's GPU count (steady-state MFU x gradient-sync scale-out)",
     "cluster_hours": "Whole-run GPU-hours on the row's GPU count (TRAINING_GPU_HOURS with n_gpus)",
@@ -289,16 +289,12 @@ class TrainingRow:
     shape: teff.Shape | None = None    # the step model's reading of the run (steady rows)
     shape_note: str = ""          # what the row did not state and was taken
 
-    def point(self, scope: str) -> teff.Point:
-        if scope == "steady":
-            assert self.mfu is not None and self.shape is not None
-            value = teff.share_from(self.shape, self.gpu, self.precision, self.mfu)
-            size = teff.ANY_SIZE
-        else:
-            value, size = self.implied_mfu(), teff.size_class(self.params)
-        assert value is not None
-        return teff.Point(teff.generation_of(self.gpu), teff.table_precision(self.precision), size,
-                          "MoE" if self.moe else "dense", scope, value, f"{self.ref} {self.model}")
+    def point(self) -> teff.Point:
+        """The row's steady share as the rule reads it (share_from: the share that reproduces its MFU)."""
+        assert self.mfu is not None and self.shape is not None
+        value = teff.share_from(self.shape, self.gpu, self.precision, self.mfu)
+        return teff.Point(teff.generation_of(self.gpu), teff.table_precision(self.precision), teff.ANY_SIZE,
+                          "MoE" if self.moe else "dense", "steady", value, f"{self.ref} {self.model}")
 
     def implied_mfu(self) -> float | None:
         """The MFU whole-run GPU-hours imply: 6·N·D / (hours x dense peak of the precision)."""
@@ -392,10 +388,11 @@ def training_rows(rows) -> tuple[list[TrainingRow], list[Skip]]:
 
 
 def efficiency_cells(rows: list[TrainingRow], as_of: str = "") -> list[teff.Cell]:
-    """The training-efficiency table by its rule (training_efficiency.cells_from) from the rows. A MoE row whose
-    routing the step model adds (its shape names the model) chooses no steady share: the routing is physics on the
-    dense share, and the row only scores it."""
-    points = [r.point(s) for r in rows for s in r.scopes() if not (s == "steady" and routed(r))]
+    """The training-efficiency table by its rule (training_efficiency.cells_from) from the rows: the steady shares.
+    A whole-run row chooses nothing (a whole run is the steady figure x TRAINING_GOODPUT) and only scores it; a
+    MoE row whose routing the step model adds (its shape names the model) chooses no steady share: the routing is
+    physics on the dense share, and the row only scores it."""
+    points = [r.point() for r in rows if r.mfu and not routed(r)]
     return teff.cells_from(points, as_of)
 
 
@@ -1310,9 +1307,9 @@ def format_report(report: Report, worst: int = 5) -> str:
             inside, outside = (_pct(report.median_ape(key, oos)) for oos in (False, True))
         lines.append(f"{key:<16}{len(rows):>5}  {inside:>10}  {outside:>13}  {title}")
     lines.append("")
-    lines.append(f"Constants chosen from rows: the training-efficiency table (udfs/data/{teff.FILE}: each whole-run "
-                 f"cell the median MFU of its measured rows, each steady share the median share that reproduces its "
-                 f"rows under the step-time model; out of sample, folds dealt by source); llama.cpp and MLC-LLM "
+    lines.append(f"Constants chosen from rows: the training-efficiency table (udfs/data/{teff.FILE}: each steady "
+                 f"share the median share that reproduces its rows under the step-time model, a whole run that x "
+                 f"TRAINING_GOODPUT; out of sample, folds dealt by source); llama.cpp and MLC-LLM "
                  f"achieved bandwidth, the fixed time per layer of gpt-fast (lent to vLLM V0) and vLLM V1, the "
                  f"Intel Gaudi software's matrix share (udfs/data/engines.csv, "
                  f"column `fitted`; "

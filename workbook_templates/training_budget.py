@@ -47,7 +47,8 @@ def build(path, inputs: dict | None = None) -> Book:
                  "and optimizer.",
                  "Choose the GPU and how many train together, and the model FLOPs utilisation (MFU): its default is "
                  "the training-efficiency table's whole-run figure for the default model and GPU (TRAINING_MFU gives "
-                 "it for any GPU, precision and model: about 0.15-0.38 whole-run, 0.28-0.50 steady-state).",
+                 "it for any GPU, precision and model: the steady-state MFU, about 0.40-0.49 on A100 and H100, x 0.90 for a "
+                 "whole run).",
                  "The owned cost per GPU-hour defaults to the catalog's for the GPU chosen (the rate the report "
                  "uses); type your own (see the Cloud vs own workbook).",
                  "Read memory, fit, FLOPs, GPU-hours, days and cost; the table below prices the same run on every "
@@ -58,7 +59,7 @@ def build(path, inputs: dict | None = None) -> Book:
                 inputs=inputs)
     ws = book.sheet("Training", "Training budget",
                     "Default inputs: the lesson's Llama 2 7B on 2T tokens on A100 (TRAINING_GPU_HOURS example: "
-                    "~188,000 GPU-hours at the table's whole-run MFU; Meta's model card: 184,320).")
+                    "~172,000 GPU-hours at the table's whole-run MFU; Meta's model card: 184,320).")
     book.section(ws, 4, "Inputs")
     book.input(ws, 5, "Scenario name", "TB_Scenario", "Llama 2 7B pre-training (lesson example)", text=True)
     model = book.input(ws, 6, "Model (or a parameter count)", "TB_Model", "Llama 2 7B", choices="CatModelNames",

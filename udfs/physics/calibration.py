@@ -87,10 +87,10 @@ ATTENTION_FRACTION = 0.5
 # over A100) lose MFU.
 NONMATRIX_BYTES = 96.0
 
-# Share of a run's wall-clock time spent training, for a whole-run figure where the table only has
-# a steady-state cell (and back): "The Llama 3 Herd of Models" (arXiv:2407.21783, section 3.3.4)
-# reports higher than 90% effective training time over a 54-day snapshot of the 405B run, the rest
-# lost to interruptions, restarts from checkpoints and other overheads.
+# Share of a run's wall-clock time spent training: every whole-run figure is the steady-state MFU x this
+# (training_efficiency._run; no whole-run figure is chosen from rows): "The Llama 3 Herd of Models"
+# (arXiv:2407.21783, section 3.3.4) reports higher than 90% effective training time over a 54-day
+# snapshot of the 405B run, the rest lost to interruptions, restarts from checkpoints and other overheads.
 TRAINING_GOODPUT = 0.90
 # A MoE model's MFU (counted on its active parameters) relative to a dense model's on the same
 # hardware and software, for a whole run where the table has no MoE cell, or a MoE model whose routing is

@@ -25,9 +25,10 @@ it out of the rule): a MoE model trains at the dense share plus its routing, and
 Size and sequence length move the MFU through the physics, not through cells:
 a small hidden size spends more of its time in memory-bound work, a long sequence in attention.
 
-**run** cells (udfs/data/training_efficiency.csv, scope run) are each the median whole-run MFU of the measured
-rows in a size class (<20B, 20-100B, >=100B by active parameters): model-card hours hold their own clusters'
-losses, which no step model has.
+**run** is the steady-state MFU x TRAINING_GOODPUT (the share of a run's wall-clock time spent training:
+restarts after failures, checkpointing, evaluation; the Llama 3 paper's >90%). No run figure is chosen from
+whole-run rows: the size-class cells of their median MFU it replaced scored worse out of sample once the whole-run
+rows doubled (docs/accuracy.md, "Whole runs"); whole-run rows only score it.
 
 The accuracy tool writes the file from benchmarks/measured/training_measured.csv and scores every row against a
 table chosen without that row's source. MFU is counted on the active parameters, 6·N·D, against the dense tensor
@@ -35,12 +36,12 @@ peak of the training precision (fp8 rows against the fp8 peak). Where a cell has
 back by a stated rule and says so in its basis (`Efficiency.basis`; measured False):
   steady: the share of the nearest generation in NEAREST (Blackwell -> Hopper, CDNA3 -> Hopper, Ada -> Ampere,
   ...), else the median of every generation's shares of that precision;
-  run: the same generation's run cell at the nearest size class, else its steady MFU x TRAINING_GOODPUT, then
-  the nearest generation's, else the median of every generation's run cells;
+  run: the steady figure, with those fallbacks, x TRAINING_GOODPUT;
 and fp8 with no fp8 cell of its own is the bf16 figure times the fp8 / bf16 steady MFU ratio of the nearest
 generation measured in both (at this model's shape), or FP8_FALLBACK where none is; a MoE model with no MoE cell
-in its own generation gets, steady, the dense share with its routing and exchange by physics (moe_seconds), and,
-for a whole run (or a MoE model whose routing is not known), the dense figure x MOE_TRAINING_EFFICIENCY.
+in its own generation gets the dense share with its routing and exchange by physics (moe_seconds; x
+TRAINING_GOODPUT for a whole run), and a MoE model whose routing is not known the dense figure x
+MOE_TRAINING_EFFICIENCY.
 Precisions other than bf16 and fp8 have no cells: 16-bit fp16 takes the bf16 cells (same tensor peak); any other
 precision takes them too, and the basis says so.
 """
@@ -65,8 +66,8 @@ from ..units import TERA
 FILE = "training_efficiency.csv"
 SCOPES = ("run", "steady")
 ARCHITECTURES = ("dense", "MoE")
-# Size classes of the run cells, by active parameters: small runs (1-13B: one server to a few), large (30-70B
-# class, sharded over nodes), frontier (175B and up, tensor + pipeline + data parallel over thousands).
+# Size classes by active parameters (small runs, 1-13B; large, 30-70B; frontier, 175B and up): the cells of the
+# replaced size-class rule, which the accuracy tool still scores as a baseline.
 SIZE_CLASSES = (("<20B", 0.0), ("20-100B", 20e9), (">=100B", 100e9))
 ANY_SIZE = "any"          # the size class of a steady share: one for every size
 # fp8 / bf16 MFU where no generation has both measured: half, i.e. an fp8 run no faster than bf16
@@ -93,8 +94,9 @@ KEY = ("generation", "precision", "size_class", "architecture", "scope")
 
 @dataclass(frozen=True)
 class Cell:
-    """One table cell, as udfs/data/training_efficiency.csv ships it: a run cell's value is a whole-run MFU; a
-    steady cell's (size class "any") the achieved share of the tensor peak on the matrix products."""
+    """One table cell, as udfs/data/training_efficiency.csv ships it: a steady cell's value (size class "any") is
+    the achieved share of the tensor peak on the matrix products. Every cell is scope steady: a whole run is the
+    steady figure x TRAINING_GOODPUT (_run), so a run-scope cell is never read."""
     generation: str
     precision: str
     size_class: str
@@ -281,10 +283,6 @@ def shipped() -> tuple[Cell, ...]:
     return parse(resources.files("udfs.data").joinpath(FILE).read_text(encoding="utf-8"))
 
 
-def _size_index(name: str) -> int:
-    return [n for n, _ in SIZE_CLASSES].index(name)
-
-
 def _cell_text(c: Cell) -> str:
     what = "share" if c.scope == "steady" else "cell"
     return f"{c.generation} {c.precision}{'' if c.size_class == ANY_SIZE else ' ' + c.size_class} {c.architecture} " \
@@ -317,26 +315,16 @@ def _steady(cells, gpu: Gpu, shape: Shape, prec: str, arch: str) -> tuple[float,
 
 
 def _run(cells, gpu: Gpu, shape: Shape, prec: str, arch: str) -> tuple[float, list[str], bool] | None:
-    """Run scope: the generation's run cell at the nearest size, else its steady MFU x TRAINING_GOODPUT; then
-    the nearest generation's; else the median of every generation's run cells."""
-    gen, size = generation_of(gpu), size_class(shape.params)
-    for g in (gen, *NEAREST.get(gen, ())):
-        note = [] if g == gen else [f"no {gen} cell: the nearest generation, {g}"]
-        same = [c for c in cells if (c.generation, c.precision, c.architecture, c.scope) == (g, prec, arch, "run")]
-        if same:
-            c = min(same, key=lambda c: (abs(_size_index(c.size_class) - _size_index(size)), -_size_index(c.size_class)))
-            steps = [] if c.size_class == size else [f"no {size} cell: the nearest size class, {c.size_class}"]
-            return c.value, note + [_cell_text(c)] + steps, not (note or steps)
-        share = [c for c in cells if (c.generation, c.precision, c.architecture, c.scope) == (g, prec, arch, "steady")]
-        if share:
-            mfu = mfu_at(shape, gpu, prec, share[0].value) * cal.TRAINING_GOODPUT
-            return mfu, note + [f"no {g} run cell: {_cell_text(share[0])} at {shape.text()} x TRAINING_GOODPUT "
-                                f"{cal.TRAINING_GOODPUT:g}: MFU {mfu:.3f}"], False
-    pooled = [c.value for c in cells if (c.precision, c.architecture, c.scope) == (prec, arch, "run")]
-    if pooled:
-        return statistics.median(pooled), [f"no {gen} cell nor a nearer generation's: the median of every "
-                                           f"generation's {prec} {arch} run cells"], False
-    return None
+    """Run scope: the steady-state MFU (the step-time model on the generation's share, with its fallbacks) x
+    TRAINING_GOODPUT, the share of a run's wall-clock time spent training (the Llama 3 paper's >90%). No figure is
+    chosen from whole-run rows: they only score it."""
+    found = _steady(cells, gpu, shape, prec, arch)
+    if found is None:
+        return None
+    mfu, steps, measured = found
+    whole = mfu * cal.TRAINING_GOODPUT
+    return whole, steps + [f"x TRAINING_GOODPUT {cal.TRAINING_GOODPUT:g} (restarts, checkpointing, evaluation): "
+                           f"whole-run MFU {whole:.3f}"], measured
 
 
 def _figure(cells, gpu, shape, prec, arch, scope):
@@ -382,10 +370,10 @@ def lookup(gpu: Gpu, shape: Shape, precision: str, is_moe: bool, scope: str,
 
 
 def _moe_from_dense(cells, gpu: Gpu, shape: Shape, prec: str, scope: str) -> tuple[float, list[str], bool] | None:
-    """A MoE model without a MoE cell in its generation: steady, the dense share with the model's routing and
-    expert exchange by physics (the shape carries them: moe_seconds); a whole run, or a model whose routing is
-    not known, the dense figure x MOE_TRAINING_EFFICIENCY."""
-    if scope == "steady" and shape.routed_model is not None:
+    """A MoE model without a MoE cell in its generation: the dense share with the model's routing and expert
+    exchange by physics (the shape carries them: moe_seconds), x TRAINING_GOODPUT for a whole run; a model whose
+    routing is not known, the dense figure x MOE_TRAINING_EFFICIENCY."""
+    if shape.routed_model is not None:
         dense = _figure(cells, gpu, shape, prec, "dense", scope)
         return None if dense is None else (dense[0], dense[1] + [
             "no MoE share: the dense share, the routing and expert all-to-alls by physics (moe_seconds)"], False)
@@ -403,9 +391,7 @@ def for_gpu(gpu: Gpu, model: Model, precision: str = "bf16", scope: str = "run",
 
 def for_sized_cluster(gpu: Gpu, model: Model, precision: str = "bf16") -> Efficiency:
     """A whole run on a cluster whose size the caller models itself (the picker: training.scale_out_efficiency
-    adds its all-reduce time): the steady-state MFU x TRAINING_GOODPUT. The table's whole-run cells come from
-    runs on thousands of GPUs and already hold that cluster's scale losses; applying them and the picker's
-    all-reduce model together would count those losses twice."""
+    adds its all-reduce time): the steady-state MFU x TRAINING_GOODPUT, the whole-run figure (scope run)."""
     steady = for_gpu(gpu, model, precision, "steady")
     return Efficiency(steady.mfu * cal.TRAINING_GOODPUT, f"{steady.basis}; x TRAINING_GOODPUT "
                       f"{cal.TRAINING_GOODPUT:g} (restarts, checkpointing, evaluation)", steady.measured)

@@ -206,7 +206,7 @@ def _why_best(sc: Scenario, r: Row, n_ok: int) -> str:
 def _whole_run_hours(sc: Scenario, r: Row) -> tuple[training_efficiency.Efficiency, float] | None:
     """The table's cell of the option's scope and the GPU-hours it gives with no cluster size modelled
     (TRAINING_GPU_HOURS with n_gpus blank); None for LoRA/QLoRA (their traffic is adapter_sync's, not the
-    whole-run cell's clusters)."""
+    whole-run figure)."""
     if picker.training_method(sc.kind) != "full":
         return None
     model, gpu = sc.model, r.gpu_row
@@ -229,22 +229,21 @@ def mfu_basis(sc: Scenario, r: Row) -> str:
     if whole is None:
         return text
     cell, hours = whole
-    what = "a whole run at the scale the measured runs had" if scope == "run" else "no all-reduce modelled"
-    figure = "whole-run cell" if scope == "run" else "steady-state MFU"
+    what = "no cluster size modelled"
+    figure = "whole-run MFU (steady-state x TRAINING_GOODPUT)" if scope == "run" else "steady-state MFU"
     return (f"{text} With n_gpus blank TRAINING_GPU_HOURS uses the table's {figure}, {cell.mfu:.3f} MFU ({what}): "
             f"{hours:,.0f} GPU-hours, {hours / _known(r.gpu_hours, 'the GPU-hours'):.2f}x. {_why_apart(sc, r)}")
 
 
 def _why_apart(sc: Scenario, r: Row) -> str:
-    """Why the two figures differ: the cluster size behind the whole-run cell, and what this model loses to
-    gradient synchronisation at the option's count and at the largest published cluster."""
+    """Why the two figures differ: the blank figure models no cluster, and what this model loses to gradient
+    synchronisation at the option's count and at the largest published cluster."""
     big = training.LARGEST_PUBLISHED_CLUSTER
     at_big = training.scale_out_efficiency(sc.model, r.gpu_row, big, sc.precision)
-    return (f"The cell is what published runs took end to end on their own clusters (model cards: thousands of GPUs, "
-            f"where a model of this size gets few tokens a GPU a step); this model loses "
+    return (f"The blank figure models no cluster; this model loses "
             f"{1 - _known(r.scale_efficiency, 'the scale-out efficiency'):.1%} of the time to gradient "
-            f"synchronisation on {plural(r.count, 'GPU')} and {1 - at_big:.1%} on {big:,} (Llama 3's cluster); the "
-            f"rest of the gap is what those runs lost beyond that (docs/accuracy.md, whole-run cells).")
+            f"synchronisation on {plural(r.count, 'GPU')} and {1 - at_big:.1%} on {big:,} (Llama 3's cluster), where a "
+            f"small model gets few tokens a GPU a step (docs/accuracy.md, whole runs).")
 
 
 def mfu_summary(sc: Scenario, r: Row) -> str:
@@ -252,7 +251,7 @@ def mfu_summary(sc: Scenario, r: Row) -> str:
     mfu = picker.training_mfu(r.gpu_row, sc.model, sc.precision, sc.kind).mfu
     what = "steady-state x goodput" if picker.training_scope(sc.kind) == "run" else "steady-state"
     whole = _whole_run_hours(sc, r)
-    figure = "whole-run cell" if picker.training_scope(sc.kind) == "run" else "steady-state MFU"
+    figure = "whole-run MFU" if picker.training_scope(sc.kind) == "run" else "steady-state MFU"
     versus = "" if whole is None else (f"; the table's {figure} ({whole[0].mfu:.3f}, "
                                        f"TRAINING_GPU_HOURS with "
                                        f"n_gpus blank) gives {whole[1] / _known(r.gpu_hours, 'the GPU-hours'):.2f}x "

@@ -13,11 +13,12 @@ MFU = Arg("mfu", "number", "Model FLOPs utilisation as a share of the dense tens
           "the training-efficiency figure for the GPU generation, precision, model and dense/MoE "
           "(TRAINING_MFU, of the scope asked for); a number given is used as it is, whatever the scope",
           "fraction", default=None, min=0, min_open=True, max=1)
-SCOPE = Arg("scope", "choice", "What a blank mfu's figure includes: run (default) = whole-run GPU-hours as a model "
-            "card counts them (restarts after failures, checkpointing, evaluation); steady = steady-state training "
-            "throughput only", choices=training_efficiency.SCOPES, default="run")
-ON_GPUS = Arg("n_gpus", "integer", "GPUs training together. Blank: a whole run as the published runs went, on "
-              "their own clusters (the table's cell of the scope, from model-card runs on thousands of GPUs). Given: "
+SCOPE = Arg("scope", "choice", "What a blank mfu's figure includes: run (default) = whole-run GPU-hours, the "
+            "steady-state MFU x TRAINING_GOODPUT (restarts after failures, checkpointing, evaluation); steady = "
+            "steady-state training throughput only", choices=training_efficiency.SCOPES, default="run")
+ON_GPUS = Arg("n_gpus", "integer", "GPUs training together. Blank: no cluster size modelled (the MFU of the "
+              "scope, no gradient synchronisation: a run on thousands of GPUs, as Meta's model cards' small models, "
+              "takes more). Given: "
               "the job on that many GPUs as GPU_RANK and the report size it: the steady-state MFU (x TRAINING_GOODPUT "
               "for scope run; a number given as mfu instead) and the exposed gradient synchronisation at n_gpus "
               "(tensor/pipeline/data-parallel layout, a batch growing with the cluster, reduce-scatter and all-gather "
@@ -61,9 +62,8 @@ def fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus: in
            "model (the matrix products at the achieved share of the tensor peak measured for the GPU generation x "
            "precision (dense runs), attention at the model's 2,048-token sequences, memory-bound work at the "
            "memory bandwidth; a MoE model's routing and expert all-to-alls over one server's link); whole run: "
-           "the cell of udfs/data/training_efficiency.csv by generation x precision "
-           "x size x dense/MoE, each the median of published measurements; where a cell has none, a stated "
-           "fallback (nearest size, other scope x goodput, nearest generation, MoE factor) that part = basis "
+           "the steady-state figure x TRAINING_GOODPUT (restarts, checkpointing, evaluation); where a share is "
+           "not measured, a stated fallback (nearest generation, fp8 ratio, MoE factor) that part = basis "
            "names. With n_gpus: the "
            "MFU of the job on that many GPUs as GPU_RANK sizes it (steady-state x goodput for scope run, x the "
            "share of the time left by the gradient all-reduce, or a LoRA / QLoRA job's adapter traffic: method, which "
@@ -99,7 +99,7 @@ def training_flops(model_or_params, tokens, full_recompute):
            "at the P90 / P10 of the measured error of its regime (ESTIMATE_EVIDENCE with workload training).",
            "GPU-hours", "Training",
            [MODEL_OR_PARAMS, TOKENS, GPU, MFU, PRECISION, ESTIMATE, SCOPE, ON_GPUS, METHOD],
-           examples=[(("Llama 2 7B", 2e12, "A100"), 187_527), ((7e9, 1e12, "H100", 0.5), 23_581)],
+           examples=[(("Llama 2 7B", 2e12, "A100"), 172_304), ((7e9, 1e12, "H100", 0.5), 23_581)],
            formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600', kind="time")
 def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision, estimate, scope, n_gpus, method):
     hours = fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus, True, method)
@@ -116,8 +116,8 @@ def training_gpu_hours(model_or_params, tokens, gpu, mfu, precision, estimate, s
            "days", "Training",
            [MODEL_OR_PARAMS, TOKENS, GPU, required(N_GPUS, "GPUs training together (data parallel)"), MFU,
             PRECISION, SCOPE,
-            Arg("all_reduce", "bool", "FALSE (default): the table's cell of the scope (a whole run at the scale the "
-                "measured runs had) / n_gpus; TRUE: the job on n_gpus as GPU_RANK sizes it: the steady-state MFU "
+            Arg("all_reduce", "bool", "FALSE (default): the MFU of the scope with no cluster size modelled "
+                "/ n_gpus; TRUE: the job on n_gpus as GPU_RANK sizes it: the steady-state MFU "
                 "(x TRAINING_GOODPUT for scope run) and the gradient all-reduce at n_gpus", default=False), METHOD],
            examples=[((7e9, 1e12, "H100", 512, 0.5), 1.9190)],
            formula='6*{model_or_params}*{tokens}/({gpu.tensor_tflops(precision)}*1E12*{mfu})/3600/{n_gpus}/24', kind="time")

@@ -84,7 +84,7 @@ TRAINING_ARGS = [MODEL_OR_PARAMS, TOKENS, GPU]
 @worksheet("TRAINING_ENERGY_KWH", "Energy from the grid for a training run: TRAINING_GPU_HOURS x power_w x PUE / "
            "1,000 (every GPU busy for the whole run; n_gpus as TRAINING_GPU_HOURS's).", "kWh", "Energy",
            TRAINING_ARGS + [MFU, PRECISION, POWER_AUTO, PUE, ON_GPUS],
-           examples=[(("Llama 2 7B", 2e12, "A100"), 215_870)], kind="energy")
+           examples=[(("Llama 2 7B", 2e12, "A100"), 198_346)], kind="energy")
 def training_energy_kwh(model_or_params, tokens, gpu, mfu, precision, power_w, pue, n_gpus):
     return _training_kwh(model_or_params, tokens, gpu, mfu, precision, power_w, pue, n_gpus)
 
@@ -92,7 +92,7 @@ def training_energy_kwh(model_or_params, tokens, gpu, mfu, precision, power_w, p
 @worksheet("TRAINING_CARBON_KG", "Greenhouse gas of a training run: TRAINING_ENERGY_KWH x the region's grid "
            "intensity (GRID_INTENSITY) / 1,000, in kg CO2-equivalent (location-based).", "kg CO2e", "Energy",
            TRAINING_ARGS + [REGION, MFU, PRECISION, POWER_AUTO, PUE, ON_GPUS],
-           examples=[(("Llama 2 7B", 2e12, "A100", "World"), 102_094)], kind="emissions")
+           examples=[(("Llama 2 7B", 2e12, "A100", "World"), 93_806)], kind="emissions")
 def training_carbon_kg(model_or_params, tokens, gpu, region, mfu, precision, power_w, pue, n_gpus):
     kwh = _training_kwh(model_or_params, tokens, gpu, mfu, precision, power_w, pue, n_gpus)
     return energy.carbon_kg(kwh, grid.region(region).g_co2e_per_kwh)
