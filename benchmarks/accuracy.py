@@ -650,7 +650,7 @@ def compare_adapters(rows: list[AdapterRow]) -> list[Comparison]:
                               config=_memory_config(r.model, r.row, n)))
         gpu = find_gpu(r.row["gpu"])
         room = number(r.row["gpu"]) if re.search(r"\d+\s*GB", r.row["gpu"]) else None
-        room = gpu.memory_gb if gpu else room
+        room = training_memory.usable_gib(gpu) if gpu else room
         if room and r.kind in ("reserved", "nvidia-smi"):
             need = training_memory.needed_gib(r.allocated)
             out.append(Comparison("fit", r.what + " | fits", True, need <= room, "fits",
@@ -720,8 +720,9 @@ def compare_full_training(ref: str, what: str, model, row: dict[str, str]) -> li
                       f"{how}; measured: {kind}", config=_memory_config(model, row, n))]
     gpu = find_gpu(row["gpu"])
     if gpu:
-        out.append(Comparison("fit", what + " | fits", True, parts["total"] <= gpu.memory_gb, "fits",
-                              f"{how}: the whole step needs {parts['total']:.1f} GiB of {gpu.memory_gb:g}"))
+        room = training_memory.usable_gib(gpu)
+        out.append(Comparison("fit", what + " | fits", True, parts["total"] <= room, "fits",
+                              f"{how}: the whole step needs {parts['total']:.1f} GiB of {room:g}"))
     return out
 
 
@@ -733,8 +734,8 @@ def compare_full_fit(what: str, model, row: dict[str, str]) -> Comparison | Skip
         return Skip(what, f"GPU '{row['gpu']}' is not in the catalog: no memory to fit in")
     parts, how = full_training_parts(model, row)
     fits = row["peak_gpu_mem_gb"].strip().upper() != "OOM"
-    return Comparison("fit", what, fits, parts["total"] <= gpu.memory_gb, "fits",
-                      f"{how} gives {parts['total']:.1f} GiB of {gpu.memory_gb:g}")
+    room = training_memory.usable_gib(gpu)
+    return Comparison("fit", what, fits, parts["total"] <= room, "fits", f"{how} gives {parts['total']:.1f} GiB of {room:g}")
 
 
 def adapter_rows(rows) -> list[AdapterRow]:
@@ -829,8 +830,9 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
             params = number(row["params_b"]) * 1e9
             states = sum(training_memory.model_state_bytes(params, "bf16", "adamw").values()) / GIB
             gpu = find_gpu(row["gpu"])
-            out.append(Comparison("fit", what, False, states <= gpu.memory_gb, "fits",
-                                  f"model states alone (18 B/param) {states:.0f} GiB > {gpu.memory_gb:g}"))
+            room = training_memory.usable_gib(gpu)
+            out.append(Comparison("fit", what, False, states <= room, "fits",
+                                  f"model states alone (18 B/param) {states:.0f} GiB > {room:g}"))
         elif "16-bit full fine-tuning" in method and peak.startswith(">") and model:
             bound = number(peak)
             est = training_memory.training_memory_gib(model, "bf16", "adamw", 1, 512)["total"] * GIB / 1e9

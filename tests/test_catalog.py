@@ -72,3 +72,34 @@ def test_models_have_architecture_and_moe_active_params():
         if m.is_moe:
             assert m.active_params and m.active_params < m.params
     assert catalog.model("DeepSeek-V3").active_params == pytest.approx(37e9, rel=0.02)
+
+
+@pytest.mark.parametrize("gpu", catalog.gpus(), ids=lambda g: g.name)
+def test_usable_memory_is_sourced_or_says_unmeasured(gpu):
+    # What CUDA / ROCm reports is below the nameplate read as GiB (the driver keeps some; ECC on GDDR keeps
+    # 1/16), never above it, and not far below: a figure typed in GB or MiB by mistake fails here.
+    assert DATE.match(gpu.usable_as_of), gpu.usable_as_of
+    if gpu.usable_gib is None:
+        assert "unmeasured" in gpu.usable_source and gpu.memory_gib == gpu.memory_gb
+        return
+    assert 0.9 * gpu.memory_gb <= gpu.usable_gib < gpu.memory_gb, gpu.name
+    assert gpu.memory_gib == gpu.usable_gib
+    assert "http" in gpu.usable_source, gpu.usable_source          # a published report or a documented rule
+
+
+def test_every_memory_budget_reads_the_usable_memory():
+    # One figure: the fit of serving (the engine's share of what CUDA reports), training memory, the
+    # lesson's GPUS_NEEDED given a GPU name and GPU_COMPARE's fit all read Gpu.memory_gib.
+    import udfs
+    from udfs.catalogs import engines
+    from udfs.physics import capacity, serving, training_memory
+    l40s = catalog.gpu("L40S")
+    assert l40s.usable_gib is not None and l40s.usable_gib < l40s.memory_gb
+    vllm = engines.engine("vLLM")
+    assert capacity.usable_gib(l40s, vllm, 0.0) == pytest.approx(l40s.usable_gib * vllm.memory_fraction)
+    assert serving.usable_gib(l40s, 1.0) == l40s.usable_gib
+    assert training_memory.usable_gib(l40s) == l40s.usable_gib
+    # 2 x (usable - 2) GiB lies between the usable and the nameplate: one GPU too few on the nameplate
+    need = (l40s.usable_gib - 2) * 2 + (l40s.memory_gb - l40s.usable_gib) / 2
+    assert udfs.call("GPUS_NEEDED", need, "L40S", 2) == 3
+    assert udfs.call("GPUS_NEEDED", need, l40s.memory_gb, 2) == 2

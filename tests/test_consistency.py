@@ -257,7 +257,7 @@ def test_rank_sizes_lora_and_qlora_as_lora_memory_gb_does(kind, model, gpu):
     rank = registry.call("GPU_RANK", kind, model, "bf16", "cost", "", "", "", "", "cloud", 0, "", "", "", "any")
     row = dict(zip(rank.header, next(r for r in rank.rows if r[1] == catalog.gpu(gpu).name)))
     precision = "nf4" if kind == "qlora" else "bf16"
-    memory = catalog.gpu(gpu).memory_gb
+    memory = catalog.gpu(gpu).memory_gib          # what CUDA reports: the figure every budget reads
 
     def need(n):
         return registry.call("LORA_MEMORY_GB", model, 16, precision, "", "", True, n, "fsdp" if n > 1 else "ddp")

@@ -17,7 +17,8 @@ FIRST = 3          # first data row (row 1: title, row 2: column headers)
 PARTIAL_PRINT = ("GPUs", "Cloud prices", "Models", "Precisions", "Model shapes")   # + the serving shapes (serving_figures)
 
 GPU_COLUMNS = [  # (attribute, header, number format); the figures first: they are what prints
-    ("name", "GPU", None), ("memory_gb", "Memory (GB)", st.GB),
+    ("name", "GPU", None), ("memory_gb", "Memory (GB, nameplate)", st.GB),
+    ("memory_gib", "Usable memory (GiB: what CUDA reports; nameplate where unmeasured)", st.GB),
     ("bandwidth_tbs", "Bandwidth (TB/s)", "0.000"), ("fp32_tflops", "FP32 TFLOPS", "#,##0.0"),
     ("tf32_tflops", "TF32 TFLOPS (dense)", "#,##0.0"), ("bf16_tflops", "BF16 TFLOPS (dense)", "#,##0.0"),
     ("fp16_tflops", "FP16 TFLOPS (dense)", "#,##0.0"), ("fp8_tflops", "FP8 TFLOPS (dense)", "#,##0.0"),
@@ -31,6 +32,7 @@ GPU_COLUMNS = [  # (attribute, header, number format); the figures first: they a
     ("memory_type", "Memory type", None), ("launch_year", "Launch year", "0"), ("price_as_of", "Price as of", None),
 ]
 GPU_TAIL = [("source", "Source", None), ("as_of", "As of", None), ("price_source", "Price source", None),
+            ("usable_source", "Usable memory source", None),
             ("note", "Note", None)]
 TENSOR_PRECISIONS = [p.name for p in catalog.precisions()]
 

@@ -28,7 +28,7 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*)(?:\(([A-Za-z_]\w*
 # catalog lookups: which named ranges hold what (catalog_sheets.py defines these names)
 GPU_NAMES, MODEL_NAMES, PRECISION_NAMES = "CatGpuNames", "CatModelNames", "CatPrecisionNames"
 GPU_TENSOR, TENSOR_PRECISIONS = "CatGpuTensor", "CatTensorPrecisions"
-IMPLIED_COLUMN = {"gpu_or_bandwidth": "bandwidth_tbs", "gpu_or_capacity": "memory_gb", "params": "params",
+IMPLIED_COLUMN = {"gpu_or_bandwidth": "bandwidth_tbs", "gpu_or_capacity": "memory_gib", "params": "params",
                   "model_or_params": "active_params", "model_or_count": "params"}      # by argument type
 
 

@@ -106,10 +106,10 @@ def build(path, inputs: dict | None = None) -> Book:
                   fmt=st.TOK_S, label=f"7B tokens/s on {g.name}", addin=i < 3)
         book.calc(ws, f"J{r}", "GPUS_NEEDED", {"memory_gb": mem_a, "gpu_or_capacity": name, "headroom_gb": head},
                   fmt="#,##0", label=f"GPUs for A on {g.name}", addin=i < 3,
-                  unless=f"INDEX(CatGpu_memory_gb,MATCH(A{r},CatGpuNames,0))<={head.coord}")
+                  unless=f"INDEX(CatGpu_memory_gib,MATCH(A{r},CatGpuNames,0))<={head.coord}")
         book.calc(ws, f"K{r}", "GPUS_NEEDED", {"memory_gb": mem_b, "gpu_or_capacity": name, "headroom_gb": head},
                   fmt="#,##0", label=f"GPUs for B on {g.name}", addin=i < 3,
-                  unless=f"INDEX(CatGpu_memory_gb,MATCH(A{r},CatGpuNames,0))<={head.coord}")
+                  unless=f"INDEX(CatGpu_memory_gib,MATCH(A{r},CatGpuNames,0))<={head.coord}")
     last = top + len(gpus)
     ws.auto_filter.ref = f"A{top}:L{last}"
     ws.freeze_panes = f"B{top + 1}"

@@ -112,7 +112,8 @@ def _figures(s: Sheet, i: Inputs):
 
     s.section("GPU (GPUs sheet; link from Serving figures)")
     s.value("SrvGpuRow", "Row in the GPU catalog", f"MATCH({gpu},CatGpuNames,0)")
-    s.value("SrvMemory", "Memory (GB, read as GiB as the engine does)", "INDEX(CatGpu_memory_gb,SrvGpuRow)", "", st.GB)
+    s.value("SrvMemory", "Memory CUDA reports (GiB; the nameplate where unmeasured)", "INDEX(CatGpu_memory_gib,SrvGpuRow)", "",
+            st.GB)
     s.value("SrvBandwidth", "Memory bandwidth (TB/s)", "INDEX(CatGpu_bandwidth_tbs,SrvGpuRow)", "", st.TBS)
     pair = f'MATCH({gpu}&"{sf.SEP}"&{prec},GP_keys,0)'
     s.value("SrvPeak", "Tensor rate of the weight format's products (TFLOPS)", f"INDEX(GP_tflops,{pair})",

@@ -39,7 +39,8 @@ KINDS: dict[str, Kind] = {
 }
 
 _TEXT = ("name", "vendor", "family", "form_factor", "aliases", "tier", "memory_type", "sparsity", "interconnect",
-         "price_as_of", "price_source", "price_kind", "system_price_kind", "system_price_as_of", "system_price_source",
+         "price_as_of", "price_source", "usable_source", "usable_as_of",
+         "price_kind", "system_price_kind", "system_price_as_of", "system_price_source",
          "source", "as_of", "note", "norm", "pos_embedding", "local_attention", "extras", "layout_from",
          "quant_format", "quant_keep",
          "provider", "instance", "gpu", "region", "pricing", "price_date", "status", "part", "GPU", "Tier",
@@ -62,7 +63,7 @@ _COUNTS = ("params", "active_params", "published_params", "published_active_para
 COLUMNS: dict[str, str] = {
     **dict.fromkeys(_TEXT, "text"), **dict.fromkeys(_FLAGS, "flag"), **dict.fromkeys(_RATES, "rate"),
     **dict.fromkeys(_MONEY, "money"), **dict.fromkeys(_COUNTS, "count"),
-    "memory_gb": "memory", "VRAM_GB": "memory", "GB": "memory", "tdp_w": "power", "TDP_W": "power",
+    "memory_gb": "memory", "usable_gib": "memory", "VRAM_GB": "memory", "GB": "memory", "tdp_w": "power", "TDP_W": "power",
     "launch_year": "year", "days": "time", "BW_per_kUSD": "ratio", "TFLOPS_per_kUSD": "ratio",
     # SERVING_CURVE
     "Batch": "count", "Tokens_per_sec_per_GPU": "rate", "Tokens_per_sec_per_user": "rate", "TPOT_ms": "time",

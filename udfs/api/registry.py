@@ -182,7 +182,7 @@ _COERCERS: dict[str, Callable[[Arg, Any], Any]] = {
     "model_or_count": _model_or_params,        # the same values; a formula reads a name's total parameters
     "gpu_or_tflops": lambda a, v: _gpu_or_figure(a, v, None),
     "gpu_or_bandwidth": lambda a, v: _gpu_or_figure(a, v, "bandwidth_tbs"),
-    "gpu_or_capacity": lambda a, v: _gpu_or_figure(a, v, "memory_gb"),
+    "gpu_or_capacity": lambda a, v: _gpu_or_figure(a, v, "memory_gib"),   # usable GiB
     "list": lambda a, v: v,
 }
 if set(_COERCERS) != set(ARG_TYPES):

@@ -106,8 +106,11 @@ class Gpu:
     form_factor: str
     aliases: tuple[str, ...]
     tier: str
-    memory_gb: float                      # required (private_catalog.REQUIRED)
+    memory_gb: float                      # required (private_catalog.REQUIRED): the nameplate, as the datasheet says
     memory_type: str
+    usable_gib: float | None              # GiB CUDA / ROCm reports as the device's total (blank: unmeasured)
+    usable_source: str
+    usable_as_of: str
     bandwidth_tbs: float
     fp32_tflops: float | None
     tf32_tflops: float | None
@@ -136,6 +139,14 @@ class Gpu:
     source: str
     as_of: str
     note: str
+
+    @property
+    def memory_gib(self) -> float:
+        """GiB a job can budget on this GPU: the total CUDA / ROCm reports where published (usable_gib; less than
+        the nameplate: the driver keeps some, and ECC on a GDDR card keeps 1/16), else the nameplate read as GiB
+        (usable_source says so). The one figure every memory budget reads: fit checks, KV capacity, the batch that
+        fits, training memory, the picker and the workbooks."""
+        return self.usable_gib if self.usable_gib is not None else self.memory_gb
 
     def need(self, figure: str, needed_for: str) -> float:
         """A figure a calculation needs: the number, or #N/A naming the figure, the GPU and how

@@ -60,7 +60,8 @@ _TFLOPS = _R(0, 1e6)             # a million TFLOPS: an exaFLOP per chip; 0: no 
 _PRICE = _R(0, 1e8, low_open=True)              # $100M for one GPU or its share of a system
 _WIDTH = _R(1, 1e7, whole=True)                 # model widths, heads, ranks
 LIMITS: dict[str, dict[str, numbers.Range]] = {
-    "gpus.csv": {"memory_gb": _R(0, 100_000, low_open=True), "bandwidth_tbs": _R(0, 1000, low_open=True),
+    "gpus.csv": {"memory_gb": _R(0, 100_000, low_open=True), "usable_gib": _R(0, 100_000, low_open=True),
+                 "bandwidth_tbs": _R(0, 1000, low_open=True),
                  **dict.fromkeys(("fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops",
                                   "int8_tops", "fp4_tflops"), _TFLOPS),
                  "tdp_w": _R(0, 100_000, low_open=True), "interconnect_gbs": _R(0, 1e6, low_open=True),
@@ -95,7 +96,7 @@ LIMITS: dict[str, dict[str, numbers.Range]] = {
 AT_MOST = {"models.csv": (("kv_heads", "heads"), ("heads", "hidden"), ("active_params", "params"),
                           ("published_active_params", "published_params"), ("experts_per_token", "n_experts"),
                           ("moe_layers", "layers"), ("local_layers", "layers")),
-           "gpus.csv": (("price_low_usd", "price_high_usd"),)}
+           "gpus.csv": (("price_low_usd", "price_high_usd"), ("usable_gib", "memory_gb"))}
 DIVIDES = {"models.csv": (("kv_heads", "heads"),)}
 
 

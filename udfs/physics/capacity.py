@@ -491,10 +491,11 @@ def usable_gib(gpu: Gpu, eng: Engine, fixed_gib: float) -> float:
     """GiB per GPU the engine lets the weights, its reserve (`fixed_gib` together) and the KV
     cache use: rule "total", its share of all memory; rule "free", what the weights and reserve
     take plus its share of what they leave (all of memory when they leave nothing)."""
+    total = gpu.memory_gib            # what CUDA / ROCm reports, the figure the engines apportion
     if eng.memory_rule == "total":
-        return gpu.memory_gb * eng.memory_fraction
-    left = gpu.memory_gb - fixed_gib
-    return fixed_gib + left * eng.memory_fraction if left > 0 else gpu.memory_gb
+        return total * eng.memory_fraction
+    left = total - fixed_gib
+    return fixed_gib + left * eng.memory_fraction if left > 0 else total
 
 
 def _weights_gib(model: Model, precision: Precision | str, n_gpus: int, eng: Engine) -> float:

@@ -56,7 +56,7 @@ def serving_memory_gib(model: Model, precision: Precision | str, batch: float = 
 
 
 def usable_gib(gpu: Gpu, fraction: float = cal.USABLE_MEMORY_FRACTION) -> float:
-    return gpu.memory_gb * fraction
+    return gpu.memory_gib * fraction
 
 
 def max_context(model: Model, free_gib: float, batch: float = 1, per_gpu: float = 1.0,

@@ -79,8 +79,9 @@ def usable_gib(gpu: Gpu) -> float:
     is vLLM's gpu_memory_utilization, a serving engine's setting PyTorch training does not have.
     Applying it here refused a 70B QLoRA job (Llama 3 70B: 45.4 GiB at 2,048 tokens) on every 48 GB
     card, where the QLoRA paper fine-tunes 65B on one 48 GB GPU (Dettmers et al. 2023, arXiv:2305.14314)
-    and Unsloth fits Llama 3.3 70B QLoRA on 48 GB (unslothai/unsloth README)."""
-    return gpu.memory_gb
+    and Unsloth fits Llama 3.3 70B QLoRA on 48 GB (unslothai/unsloth README). All of it is what CUDA reports
+    (Gpu.memory_gib), not the nameplate."""
+    return gpu.memory_gib
 
 
 def state_bytes_per_param(precision: Precision | str, optimizer: str = "adamw", states: str = "fp32",

@@ -60,7 +60,7 @@ def model_spec(model, field):
     return _field(model, field, catalog.MODEL_FIELDS | set(catalog.DERIVED_MODEL_FIELDS), "model")
 
 
-GPU_LIST_COLUMNS = ("name", "vendor", "tier", "memory_gb", "bandwidth_tbs", "fp32_tflops", "tf32_tflops",
+GPU_LIST_COLUMNS = ("name", "vendor", "tier", "memory_gb", "usable_gib", "bandwidth_tbs", "fp32_tflops", "tf32_tflops",
                     "bf16_tflops", "fp16_tflops", "fp8_tflops", "int8_tops", "fp4_tflops", "tdp_w",
                     "interconnect_gbs", "price_usd", "price_kind", "price_as_of", "system_price_usd", "source", "as_of")
 
@@ -90,7 +90,7 @@ def compare_row(g: catalog.Gpu, model_size_gb: float = 14.0, efficiency: float =
     usd = catalog.gpu_price(g, price)
     price_k = usd / 1000 if usd else None
     bw = g.bandwidth_tbs
-    fits = g.memory_gb is not None and g.memory_gb >= model_size_gb
+    fits = g.memory_gib >= model_size_gb           # what CUDA reports, not the nameplate
     return [g.name, g.tier, g.memory_gb, g.bf16_tflops, g.fp8_tflops, bw, g.interconnect_gbs, g.tdp_w, usd,
             bw * 1000 / price_k if (bw and price_k) else None,
             g.bf16_tflops / price_k if (g.bf16_tflops and price_k) else None,

@@ -37,7 +37,8 @@ def gpu_memory_table(model_or_params, precision, optimizer, activation_multiplie
 @worksheet("GPUS_NEEDED", "GPUs needed to hold a memory requirement, leaving headroom free on each GPU.",
            "GPUs", "Memory",
            [positive("memory_gb", "Memory to hold", "GB of GPU memory"),
-            Arg("gpu_or_capacity", "gpu_or_capacity", "GPU name (catalog memory) or memory per GPU", "GB",
+            Arg("gpu_or_capacity", "gpu_or_capacity", "GPU name (its usable memory: the GiB CUDA reports, the nameplate where "
+                "unmeasured) or memory per GPU", "GB",
                 default=80, min=0, min_open=True),
             Arg("headroom_gb", "number", "Memory kept free on each GPU", "GB", default=5, min=0)],
            examples=[((143.4,), 2), ((266.4,), 4), ((1434.2,), 20), ((30, "RTX 4090", 2), 2)],
