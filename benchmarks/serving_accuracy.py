@@ -282,7 +282,8 @@ def _stated(eng: engines.Engine, note: str) -> tuple[engines.Engine, str]:
     (MoE experts split over the GPUs, each GPU attending to its own sequences: SGLang's --enable-dp-attention,
     TensorRT-LLM's enable_attention_dp) or "expert parallel, attention tensor-parallel" (E/n whole experts a GPU,
     attention split by heads: SGLang's --ep-size without DP attention, TensorRT-LLM's --ep_size with
-    enable_attention_dp false). A row is scored like for like, never with a setting its source does not state."""
+    enable_attention_dp false); "attention-DP balancing on" (its ranks prefill together: TensorRT-LLM's
+    adp_balancing_enable). A row is scored like for like, never with a setting its source does not state."""
     said = []
     cap = re.search(r"engine batch cap ([\d,]+)", note)
     if cap:
@@ -299,6 +300,9 @@ def _stated(eng: engines.Engine, note: str) -> tuple[engines.Engine, str]:
     elif "expert parallel, attention tensor-parallel" in note.lower():
         eng = replace(eng, moe_parallel="expert")
         said.append("the row's layout: experts split over the GPUs, attention tensor-parallel")
+    if "attention-dp balancing on" in note.lower():
+        eng = replace(eng, dp_balance=True)
+        said.append("its ranks prefill together (attention-DP balancing)")
     return eng, "; ".join(said)
 
 

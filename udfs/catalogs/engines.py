@@ -86,6 +86,10 @@ class Engine:
     source: str
     as_of: str
     note: str
+    # Data-parallel attention ranks prefill together (TensorRT-LLM's attention_dp_config enable_balance, MLPerf's
+    # adp_balancing_enable): no rank holds the others up with its own prompts (capacity._prefill_per_step_s). Off by
+    # default, as in TensorRT-LLM and SGLang; a row that states it turns it on.
+    dp_balance: bool = False
 
     @property
     def expert_parallel(self) -> bool:

@@ -623,10 +623,37 @@ class ServingPoint:
     prefill_share: float = 0.0  # share of the copy's GPU time spent prefilling prompts (the rest decodes)
 
 
+def _rank_prompt_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, eng: Engine) -> float:
+    """One prompt's prefill work that stays on the data-parallel attention rank that admitted it, on one GPU: its
+    causal attention and its products outside the routed experts (attention projections, dense layers, shared
+    experts, head); its routed experts' products are spread over the group's experts."""
+    per_expert, _, k = moe.routed(model)
+    products = _product_seconds_per_token(model, _matmul_params(model) - k * per_expert, precision,
+                                          _flops(gpu, precision, eng, "prefill"), lambda: _flops(gpu, None, eng, "prefill"))
+    return products * prompt_tokens + attention_flops(model, prompt_tokens) / _attention_rate(gpu)
+
+
+def _prefill_per_step_s(model, gpu, precision, prompt, output, n_gpus, eng, batch) -> float:
+    """Prefill time one decode step carries at steady state: batch / output prompts a step (one for each answer
+    that ends), each paying prefill_compute_s. With data-parallel attention each MoE layer's exchange waits for the
+    slowest rank, so a step also waits while the busiest rank prefills its own prompts' rank-bound part
+    (_rank_prompt_s): ranks admit independently (moe.busiest_rank_prompts) unless the engine lines their prefills up
+    (Engine.dp_balance). The TensorRT-LLM team measured this on 8 GB200 (attention DP8, EP8, DeepSeek V3, prompts
+    803 / answers 3,653 tokens): balance ratio 54% and 1.33x the throughput once balanced (tech blog 10, "ADP Balance
+    Strategy")."""
+    mean = batch * prefill_compute_s(model, gpu, precision, prompt, 1, n_gpus, eng) / output
+    split = _split(eng, n_gpus)
+    if eng.dp_balance or not _dp_attention(model, eng, split):
+        return mean
+    per_rank = batch / split / output
+    return mean + (moe.busiest_rank_prompts(split, per_rank) - per_rank) * _rank_prompt_s(model, gpu, precision,
+                                                                                           prompt, eng)
+
+
 def _tpot_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
     """One step, plus this request's share of the prefills the batch needs over its lifetime."""
     step = _decode_step(model, gpu, precision, batch, prompt + output / 2, n_gpus, kv, eng).total
-    return step + batch * prefill_compute_s(model, gpu, precision, prompt, 1, n_gpus, eng) / output
+    return step + _prefill_per_step_s(model, gpu, precision, prompt, output, n_gpus, eng, batch)
 
 
 def _ttft_s(model, gpu, precision, prompt, output, n_gpus, kv, eng, batch) -> float:
@@ -725,7 +752,7 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
     if limited != "batch given":
         batch, limited = _graph_cap(args, batch, limited, tpot_s)
     tpot = tpot_s(batch)
-    prefill = batch * prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng) / output_tokens
+    prefill = _prefill_per_step_s(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, eng, batch)
     return ServingPoint(batch, batch / tpot, tpot * 1000, _ttft_s(*args, batch) * 1000, limited, eng.name,
                         prefill / tpot)
 

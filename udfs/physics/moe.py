@@ -117,6 +117,27 @@ def expert_exchange_s(model: Model, tokens_per_gpu: float, n_gpus: int, link: co
     return model.moe_layer_count * 2 * collectives.all_to_all_s(link, n_gpus, size)
 
 
+def busiest_rank_prompts(ranks: int, per_rank: float) -> float:
+    """Expected prompts the busiest of `ranks` data-parallel attention ranks admits in one step, each rank
+    admitting on average `per_rank`: the mean of the largest of `ranks` independent Poisson counts,
+    sum over k >= 0 of 1 - F(k)^ranks, F the Poisson CDF. Basis: a rank admits a prompt when one of its many
+    running answers ends (one for one, at steady state), and the superposition of many independent sparse
+    streams is Poisson (Palm-Khintchine); ranks admit independently unless the engine lines their prefills
+    up (Engine.dp_balance). `per_rank` itself for one rank."""
+    if ranks <= 1 or per_rank <= 0:
+        return max(per_rank, 0.0)
+    total, k, p = 0.0, 0, math.exp(-per_rank)
+    cdf = p
+    while True:
+        term = 1 - cdf ** ranks
+        total += term
+        if term < 1e-12:
+            return total
+        k += 1
+        p *= per_rank / k
+        cdf += p
+
+
 def expert_parallel_weight_bytes(model: Model, precision: Precision | str, n_gpus: int,
                                  attention: str = "tp") -> float:
     """Weight bytes per GPU with the routed experts split over n GPUs (E/n whole experts each) and the
