@@ -99,3 +99,19 @@ def test_serving_by_time_ranks_by_the_time_each_request_takes():
     assert second.reason.text() == f"fits, {ratio:.2f}x the winner's time"
     text = udfs.call("GPU_RECOMMEND", "serve", "Llama 3.1 8B", "bf16", "time")
     assert text.startswith(f"{best.count} x {best.gpu} (")
+
+
+def test_a_jobs_summary_gives_its_days_range_against_the_deadline():
+    """GPU_RECOMMEND sizes a job to meet its deadline at the estimate; the summary gives the days over the
+    regime's measured error (the cost's factors: days and cost scale together at a fixed count) and says when
+    the slow end misses the deadline."""
+    missed = []
+    for args in (("train", "13B", "bf16", "cost", "", 120, 2e12, "", "owned"), ("train", "7B", "bf16", "cost", "", 90)):
+        text = udfs.call("GPU_RECOMMEND", *args)
+        row = udfs.call("GPU_RANK", *args).to_records()[0]
+        low, high = (row["days"] * row[k] / row["cost"] for k in ("cost_low", "cost_high"))
+        assert f"and it takes {low:,.1f} to {high:,.1f} days" in text
+        said = f"the {args[5]}-day deadline holds at the estimate ({row['days']:,.1f} days)" in text
+        assert said == (high > args[5])
+        missed.append(said)
+    assert missed == [True, False]      # the brief's 120 A100s may miss 120 days; 3 H100s for 7B stay within 90

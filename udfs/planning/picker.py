@@ -563,12 +563,25 @@ def winner(options: list[Option]) -> Option:
     raise num_error(f"no GPU in the catalog meets the constraints ({reasons})")
 
 
-def summary(best: Option, traffic: float | None = None) -> str:
+def days_sentence(days: float | None, span: tuple[float, float] | None, deadline: float | None) -> str:
+    """A job's days over its regime's error band, and whether the deadline holds at the band's slow end
+    (the count is sized to meet it at the estimate)."""
+    if days is None or span is None:
+        return ""
+    text = f" and it takes {span[0]:,.1f} to {span[1]:,.1f} days"
+    if deadline and span[1] > deadline * (1 + 1e-9):
+        text += (f": the {deadline:g}-day deadline holds at the estimate ({days:,.1f} days), not at the band's slow "
+                 f"end")
+    return text
+
+
+def summary(best: Option, traffic: float | None = None, deadline_days: float | None = None) -> str:
     """What GPU_RECOMMEND says of the winner, so a reader can check and forward it: the count and its
     price basis, what the count is (serving: copies, GPUs a copy, spares, the load it is sized for;
     training: days and GPU-hours), the cost with its range over the regime's measured error and the
-    measured rows behind it, and the cash (up front, a month). A service sized with no traffic is one
-    copy and its spare, priced with the copies busy (as GPU_RANK prices it): the text says so."""
+    measured rows behind it (a job: its days over that band, and whether the deadline holds at its slow end),
+    and the cash (up front, a month). A service sized with no traffic is one copy and its spare, priced with
+    the copies busy (as GPU_RANK prices it): the text says so."""
     serving = best.gpus_per_copy is not None
     text = f"{best.count:,} x {best.gpu} ({best.price_basis}): "
     text += _serving_what(best, traffic) if serving else _training_what(best)
@@ -578,6 +591,8 @@ def summary(best: Option, traffic: float | None = None) -> str:
         low, high = (_money(v, best.cost_unit, unit_text=False) for v in best.cost_range)
         rows = plural(best.evidence.rows, "measured row") if best.evidence else ""
         text += f" ({low} to {high} over its regime's measured error, {rows})"
+    if not serving:
+        text += days_sentence(best.days, best.speed_range, deadline_days)
     text += _cash_text(best)
     if serving and not traffic:
         text += "; no tokens_or_traffic given: sized for one copy's load, give your output tokens/s to size for yours"

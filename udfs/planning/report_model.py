@@ -265,8 +265,9 @@ def evidence_sentence(sc: Scenario, r: Row) -> str:
         return ""
     span, per = r.cost_range, "a month" if r.capacity_tps is not None else "for the job"
     cost = "" if span is None else \
-        f" Over that band its cost is {sc.currency.text(span[0])} to {sc.currency.text(span[1])} {per}."
-    return f"Evidence: {r.evidence.text()}.{cost}"
+        f" Over that band its cost is {sc.currency.text(span[0])} to {sc.currency.text(span[1])} {per}"
+    return f"Evidence: {r.evidence.text()}.{cost}{picker.days_sentence(r.days, r.days_range, sc.deadline_days)}" + \
+        ("." if cost else "")
 
 
 def _why_unverified(sc: Scenario, r: Row, best: Row | None) -> str:
@@ -500,6 +501,8 @@ class TrainingFigures:
     days: float | None
     gpu_hours: float | None
     scale_out_efficiency: float | None    # share of the time computing; the gradient all-reduce is the rest
+    days_low: float | None = None         # days over its regime's P10..P90 error (as cost_low / cost_high)
+    days_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -602,7 +605,9 @@ def option_summary(sc: Scenario, r: Row) -> OptionSummary:
                        spare_copies=r.spare_copies, ttft_p95_s=r.ttft_p95_ms / 1000 if r.ttft_p95_ms is not None
                        else None, latency_p95_s=r.latency_p95_s)
         if sc.serving else TrainingFigures(total_cost_usd=r.total_cost, days=r.days, gpu_hours=r.gpu_hours,
-                                           scale_out_efficiency=r.scale_efficiency))
+                                           scale_out_efficiency=r.scale_efficiency,
+                                           days_low=r.days_range[0] if r.days_range else None,
+                                           days_high=r.days_range[1] if r.days_range else None))
     span = r.cost_range
     return OptionSummary(
         gpu=r.gpu, count=r.count, basis=r.basis, gpus_per_system=r.purchase_unit, systems=r.units, rank=r.rank,

@@ -82,6 +82,11 @@ class Row:
             return None
         return picker.spread(self.evidence, self.total_cost, cost=True)
 
+    @property
+    def days_range(self) -> tuple[float, float] | None:
+        """(low, high) of a job's days over its regime's error band (the GPU-hours' band at the same count)."""
+        return picker.spread(self.evidence, self.days) if self.days is not None else None
+
     def fail(self, status: Status, **figures) -> None:
         self.reason = Reason(status, figures)
 

@@ -86,7 +86,8 @@ def _verdict(o: picker.Option) -> str:
            "names beside it a better option nothing has measured, and the figure that would verify it. "
            "part = summary (the count and its price; what the count is: copies of how many GPUs, spares and the "
            "load, or days and GPU-hours; the cost with its low-high range over its regime's measured error and the "
-           "measured rows; the cash up front and a month), gpu or count.", "text", "Picker",
+           "measured rows, and a job's days over that range against the deadline; the cash up front and a month), "
+           "gpu or count.", "text", "Picker",
            ARGS + [Arg("part", "choice", "What to return", choices=("summary", "gpu", "count"), default="summary")]
            + SERVING_SHAPE + [TIERS] + BUDGETS + [INCLUDE_UNVERIFIED, SPARE, MAX_LATENCY],
            returns="any", examples=[(("serve", "Llama 2 7B", "fp16", "cost", "", "", "", 1, "auto", 0, "gpu"),
@@ -104,7 +105,9 @@ def gpu_recommend(part, **kw):
         return best.gpu
     if part == "count":
         return best.count
-    text = picker.summary(best, kw["tokens_or_traffic"] or None if kw["workload"] == "serve" else None)
+    serving = kw["workload"] == "serve"
+    text = picker.summary(best, kw["tokens_or_traffic"] or None if serving else None,
+                          None if serving else kw["deadline_days"] or defaults.DEADLINE_DAYS)
     if not best.verified:
         text += f"; unverified: no measurement in its regime; to verify it, {best.to_verify}"
     other = picker.best_unverified_of(options)
