@@ -68,7 +68,8 @@ def test_training_summary_says_days_hours_and_the_jobs_cost():
     rate = float(re.search(r"\$([\d.]+)/GPU-h", text).group(1))
     days = row["days"]
     gpu_hours = days * 24 * row["count"]
-    assert f"{days:,.1f} days, {gpu_hours:,.0f} GPU-hours; ${gpu_hours * rate:,.0f} for the job" in text
+    took = f"{days * 24:,.1f} hours" if days < 2 else f"{days:,.1f} days"      # a day or so: in hours
+    assert f"{took}, {gpu_hours:,.0f} GPU-hours; ${gpu_hours * rate:,.0f} for the job" in text
     assert f"(${row['cost_low']:,.0f} to ${row['cost_high']:,.0f} over its regime's measured error" in text
     # owned: the systems' capex and their month beside the job's cost at the used-hour rate
     owned = udfs.call("GPU_RECOMMEND", "train", "7B", "bf16", "cost", "", "", "", "", "owned")
@@ -115,3 +116,14 @@ def test_a_jobs_summary_gives_its_days_range_against_the_deadline():
         assert said == (high > args[5])
         missed.append(said)
     assert missed == [True, False]      # the brief's 120 A100s may miss 120 days; 3 H100s for 7B stay within 90
+
+
+def test_a_short_jobs_time_is_in_hours():
+    """A job under two days reads in hours (a full fine-tune of an 8B model on 100M tokens: about 3 GPU-hours;
+    "0.1 days" told a reader nothing). 6 x 8e9 x 1e8 = 4.8e18 FLOPs, hours on H100s, not days."""
+    text = udfs.call("GPU_RECOMMEND", "finetune", "8B")
+    row = udfs.call("GPU_RANK", "finetune", "8B").to_records()[0]
+    assert row["days"] < 2
+    low, high = (row["days"] * 24 * row[k] / row["cost"] for k in ("cost_low", "cost_high"))
+    assert f": {row['days'] * 24:,.1f} hours, " in text and f"it takes {low:,.1f} to {high:,.1f} hours" in text
+    assert " days" not in text.split("; beside it")[0]

@@ -568,11 +568,19 @@ def days_sentence(days: float | None, span: tuple[float, float] | None, deadline
     (the count is sized to meet it at the estimate)."""
     if days is None or span is None:
         return ""
-    text = f" and it takes {span[0]:,.1f} to {span[1]:,.1f} days"
+    text = f" and it takes {duration(span[0], span[1])} to {duration(span[1])}"
     if deadline and span[1] > deadline * (1 + 1e-9):
-        text += (f": the {deadline:g}-day deadline holds at the estimate ({days:,.1f} days), not at the band's slow "
+        text += (f": the {deadline:g}-day deadline holds at the estimate ({duration(days)}), not at the band's slow "
                  f"end")
     return text
+
+
+def duration(days: float, scale: float | None = None) -> str:
+    """A job's time as a reader takes it in: days, or hours under two days (a fine-tune of a few hours is not
+    "0.1 days"); `scale` picks the unit for the bare low end of a range ("2.1 to 2.9 hours")."""
+    if (days if scale is None else scale) < 2:
+        return f"{days * 24:,.1f}" + ("" if scale is not None else " hours")
+    return f"{days:,.1f}" + ("" if scale is not None else " days")
 
 
 def summary(best: Option, traffic: float | None = None, deadline_days: float | None = None) -> str:
@@ -613,7 +621,7 @@ def _serving_what(o: Option, traffic: float | None) -> str:
 
 
 def _training_what(o: Option) -> str:
-    return f"{given(o.days, 'the days'):,.1f} days, {given(o.gpu_hours, 'the GPU-hours'):,.0f} GPU-hours"
+    return f"{duration(given(o.days, 'the days'))}, {given(o.gpu_hours, 'the GPU-hours'):,.0f} GPU-hours"
 
 
 def _money(value: float | None, unit: str, unit_text: bool = True) -> str:

@@ -112,7 +112,7 @@ def gpu_recommend(part, **kw):
         text += f"; unverified: no measurement in its regime; to verify it, {best.to_verify}"
     other = picker.best_unverified_of(options)
     if other is not None and picker.ahead(other):
-        text += f"; beside it, {other.count} x {other.gpu} is {other.reason.text()}"
+        text += f"; beside it, {other.count:,} x {other.gpu} is {other.reason.text()}"
     return text
 
 
