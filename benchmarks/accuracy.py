@@ -770,7 +770,7 @@ def _memory_config(model, row: dict[str, str], n: int) -> Config | None:
 
 # The settings a KV-capacity row may state (a misspelt key is refused, not dropped): the engine, its memory
 # share (vLLM's gpu_memory_utilization, SGLang's mem_fraction_static) and vLLM's profile-run sizes.
-KV_SETTINGS = frozenset({"engine", "gmu", "mem_fraction_static", "max_num_batched_tokens", "max_num_seqs",
+KV_SETTINGS = frozenset({"engine", "gmu", "mem_fraction_static", "max_num_batched_tokens", "max_num_seqs", "mxfp4_kernel",
                          "max_model_len"})
 DOES_NOT_START = "does not start"       # a log whose engine refused to start: a fit row
 
@@ -783,6 +783,15 @@ def kv_settings(row: dict[str, str]) -> dict[str, str]:
         raise ValueError(f"KV-capacity row {row['model']!r}: settings {unknown or sorted(settings)} are not "
                          f"engine plus a memory share from {sorted(KV_SETTINGS)}")
     return settings
+
+
+def kernel_padding(model, precision, n: int, settings: dict[str, str]) -> float:
+    """GiB per GPU a row's stated MXFP4 kernel adds to the weights (`mxfp4_kernel=marlin`, as the row's log says:
+    capacity.marlin_padding_gib; `triton` or unstated: none)."""
+    kernel = settings.get("mxfp4_kernel", "")
+    if kernel not in ("", "marlin", "triton"):
+        raise ValueError(f"mxfp4_kernel {kernel!r}: use marlin or triton")
+    return capacity.marlin_padding_gib(model, precision, n) if kernel == "marlin" else 0.0
 
 
 def compare_kv_capacity(what: str, model, row: dict[str, str]) -> Comparison:
@@ -798,7 +807,7 @@ def compare_kv_capacity(what: str, model, row: dict[str, str]) -> Comparison:
     peak = row["peak_gpu_mem_gb"].strip()
     if peak.lower() == DOES_NOT_START:
         try:
-            budget = capacity.kv_budget_gib(model, gpu, precision, n, eng)
+            budget = capacity.kv_budget_gib(model, gpu, precision, n, eng, kernel_padding(model, precision, n, s))
         except FlopsheetError:
             budget = 0.0                      # the weights and reserve alone pass the memory share: no start
         return Comparison("fit", what + " | engine starts", False, budget > 0, "fits",
@@ -807,7 +816,8 @@ def compare_kv_capacity(what: str, model, row: dict[str, str]) -> Comparison:
         raise ValueError(f"KV-capacity row {row['model']!r}: {peak!r} is neither GiB nor {DOES_NOT_START!r}")
     # a numeric row the estimate refuses is an error of the tool or the catalog, not a zero budget
     return Comparison("kv_capacity", what + " | KV cache per GPU", float(peak),
-                      capacity.kv_budget_gib(model, gpu, precision, n, eng), "GiB", row["note"], config=config)
+                      capacity.kv_budget_gib(model, gpu, precision, n, eng, kernel_padding(model, precision, n, s)), "GiB",
+                      row["note"], config=config)
 
 
 def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
@@ -866,7 +876,9 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
         elif "inference weights (vllm)" in method and model:
             precision = find_precision(row["precision"])
             n = int(number(row["num_gpus"]))
-            est = serving.serving_memory_gib(model, precision, 1, 1, "fp16", n)["weights"]
+            stated = dict(part.strip().split("=", 1) for part in row["context_or_batch"].split(";") if "=" in part)
+            est = serving.serving_memory_gib(model, precision, 1, 1, "fp16", n)["weights"] + \
+                kernel_padding(model, precision, n, stated)
             out.append(Comparison("memory", what + " | weights per GPU", float(peak), est, "GiB",
                                   row["note"], config=_memory_config(model, row, n)))
         elif method == "inference weights" and model:

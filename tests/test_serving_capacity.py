@@ -474,8 +474,9 @@ def test_the_worksheet_time_to_first_token_at_a_request_rate_is_load_ttft():
 def test_vllm_keeps_its_profile_run_out_of_the_kv_cache():
     """vLLM sizes its KV cache after a profile run at max_num_batched_tokens (gpu_worker.determine_available_memory):
     the reserve grows with those tokens by the MLP block's live values a token (2 x hidden + 3 x FFN width, 16-bit)
-    and with the sampler's FP32 logits and softmax (2 x rows x vocabulary x 4 bytes); SGLang and TensorRT-LLM
-    keep no such run out of it."""
+    or is the sampler's top-k / top-p peak (rows x vocabulary x 24 bytes: 16-bit logits, FP32 copy, sorted values
+    and int64 indices, softmax, two masks), whichever is larger (the forward's values are freed before the sampler
+    runs); SGLang and TensorRT-LLM keep no such run out of it."""
     from dataclasses import replace
 
     from udfs.catalogs import resolve
@@ -487,8 +488,10 @@ def test_vllm_keeps_its_profile_run_out_of_the_kv_cache():
     two = replace(one, max_num_tokens=2000)
     per_token = capacity.profile_run_gib(model, gpu, 1, two) - capacity.profile_run_gib(model, gpu, 1, one)
     assert per_token * GIB / 1000 == pytest.approx((2 * 4096 + 3 * 14336) * 2)
-    assert capacity.profile_run_gib(model, gpu, 1, one) * GIB == pytest.approx(
-        1000 * (2 * 4096 + 3 * 14336) * 2 + 2 * 1 * 128256 * 4)
+    assert capacity.profile_run_gib(model, gpu, 1, one) * GIB == pytest.approx(1000 * (2 * 4096 + 3 * 14336) * 2)
+    many = replace(one, max_batch=1024)           # 1,000 rows sampled: the sampler's peak is the larger
+    assert capacity.profile_run_gib(model, gpu, 1, many) * GIB == pytest.approx(
+        1000 * 128256 * (2 + 4 + 4 + 8 + 4 + 1 + 1))
     assert capacity.profile_run_gib(model, gpu, 2, one) < capacity.profile_run_gib(model, gpu, 1, one)  # FFN split
     budget = capacity.kv_budget_gib(model, gpu, "bf16", 1, vllm)
     assert budget == pytest.approx(capacity.kv_budget_gib(model, gpu, "bf16", 1, replace(vllm, max_num_tokens=None,

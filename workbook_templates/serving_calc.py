@@ -227,8 +227,8 @@ def _group_rows(prompt: str, out: str) -> list[tuple[str, str, str | None, str |
         ("Weights per GPU (GiB)", "wgib", "SrvWeightBytes/{c}{n}/SrvK_GiB", st.GB),
         ("Memory the engine uses (GiB)", "usable", 'SrvMemory*IF(SrvMemRule="total",SrvMemFrac,1)', st.GB),
         ("Profile run's peak (GiB)", "profile",
-         "IF(SrvProfTokens>0,(SrvProfTokens*(2*SrvHidden+SrvMlpValues/{c}{split})*2+2*MIN(IF(SrvCap>0,SrvCap,"
-         "SrvProfTokens),SrvProfTokens)*SrvVocab*4)/SrvK_GiB,0)", st.GB),
+         "IF(SrvProfTokens>0,MAX(SrvProfTokens*(2*SrvHidden+SrvMlpValues/{c}{split})*2,MIN(IF(SrvCap>0,SrvCap,"
+         "SrvProfTokens),SrvProfTokens)*SrvVocab*SrvK_SamplerBytes)/SrvK_GiB,0)", st.GB),
         ("Left after weights and reserve (GiB)", "left", "{c}{usable}-{c}{wgib}-SrvReserve-{c}{profile}", st.GB),
         ("KV budget (GiB)", "budget", 'MAX(0,{c}{left})*IF(SrvMemRule="free",SrvMemFrac,1)', st.GB),
         ("KV cache per request (GiB)", "perseq", "SrvKvValues*SrvKvWidth*SrvLtKv*{c}{repl}/{c}{n}/SrvK_GiB", "0.000"),

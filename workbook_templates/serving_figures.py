@@ -39,6 +39,8 @@ CONSTANTS = [
      "udfs.physics.calibration.MOE_ROUTING_PASSES"),
     ("SrvK_EagerUs", "Added time per layer of a step run without CUDA graphs (us)", cal.EAGER_LAYER_US,
      "udfs.physics.calibration.EAGER_LAYER_US"),
+    ("SrvK_SamplerBytes", "Bytes a row x vocabulary entry holds at vLLM's profile-run sampler peak",
+     cal.SAMPLER_PEAK_BYTES, "udfs.physics.calibration.SAMPLER_PEAK_BYTES"),
 ]
 
 # (column name, header, value(model), number format): a catalog model's serving shape

@@ -181,3 +181,12 @@ MOE_GEMM_FLOOR_US = 2.0
 # the hidden vector and the expert GEMM reads them; the down GEMM writes k outputs and the combine
 # reads them (vLLM fused_moe / TensorRT-LLM MoE: permute, GEMMs, unpermute-and-reduce): 4 passes.
 MOE_ROUTING_PASSES = 4
+
+# vLLM's start-up profile run ends with its sampler on min(max_num_seqs, tokens) rows with top-k and top-p on
+# (vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run, 0.8-0.10: temperature 0.5, top_p 0.9, top_k
+# vocabulary - 1), so PyTorch's top-k / top-p path runs (vllm/v1/sample/ops/topk_topp_sampler.py
+# apply_top_k_top_p: sort, top-k mask, softmax cumulated in place, top-p mask, scatter back in place). At its peak
+# each row x vocabulary entry holds the model's 16-bit logits (2 bytes, still held by the caller), the sampler's
+# FP32 copy (4), the sort's values (4) and int64 indices (8), the softmax (4) and the top-k and top-p masks
+# (1 + 1): 24 bytes, counted from the source, not chosen from rows (the sort's own workspace is not counted).
+SAMPLER_PEAK_BYTES = 24

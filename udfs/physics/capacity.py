@@ -506,6 +506,23 @@ def _weights_gib(model: Model, precision: Precision | str, n_gpus: int, eng: Eng
     return arch.weight_bytes(model, precision) / n_gpus / GIB
 
 
+def marlin_padding_gib(model: Model, precision: Precision | str, n_gpus: int) -> float:
+    """GiB per GPU vLLM's Marlin MoE kernel adds to MXFP4 expert weights (the weight-only FP4 path on a GPU without
+    FP4 units: vLLM's default on Hopper up to 0.10.1, before its Triton backend): Marlin needs each expert matrix's
+    output width a multiple of 256 and input width a multiple of 128, so vLLM pads the hidden size up to a multiple
+    of 256 and the expert FFN width to a multiple of 128 (vllm/model_executor/layers/quantization/mxfp4.py,
+    Mxfp4MoEMethod.create_weights, the Marlin branch) and stores the padded gate, up and down matrices at the
+    format's bits. 0 for other formats and dense models. gpt-oss-120b (2,880 both ways -> 3,072 x 2,944): 5.1 GiB
+    on one GPU, 60.7 -> 65.8 where vLLM 0.10.1 logs 65.97."""
+    row = as_precision(precision)
+    if not model.is_moe or row.name != "mxfp4":
+        return 0.0
+    hidden, ffn = model.dim("hidden"), model.dim("ffn")
+    grown = math.ceil(hidden / 256) * 256 * math.ceil(ffn / 128) * 128 - hidden * ffn
+    matrices = 3 * grown * (model.n_experts or 0) * (model.moe_layers or model.dim("layers"))
+    return matrices * row.bits_per_param / 8 / n_gpus / GIB
+
+
 def ffn_width(model: Model) -> float:
     """The MLP width one token passes through: the FFN, or a MoE token's experts (routed and shared) side by
     side, or the dense layers' FFN where wider."""
@@ -521,16 +538,17 @@ def profile_run_gib(model: Model, gpu: Gpu, n_gpus: int, eng: Engine) -> float:
     gpu_memory_utilization - the profile's peak; gpu_model_runner.py profile_run: a forward pass of
     max_num_batched_tokens tokens, then the sampler on min(max_num_seqs, tokens) rows). The forward peaks in the
     MLP block: the residual and the block's input (2 x hidden) beside the gate-and-up output and its activation
-    (3 x the FFN width, 2 x ungated, split over the tensor-parallel GPUs), 16-bit values a token; the sampler holds
-    the FP32 logits and their softmax, 2 x rows x vocabulary x 4 bytes, on every GPU. 0 for engines that size their
-    cache another way (Engine.profile_tokens)."""
+    (3 x the FFN width, 2 x ungated, split over the tensor-parallel GPUs), 16-bit values a token. The sampler runs
+    after the forward has freed those (it gets the last token's hidden states only) and runs top-k and top-p on
+    rows x vocabulary entries of cal.SAMPLER_PEAK_BYTES each, on every GPU: the peak is the larger of the two.
+    0 for engines that size their cache another way (Engine.profile_tokens)."""
     tokens = eng.profile_tokens(gpu)
     if not tokens:
         return 0.0
     tp = layout(gpu, eng, n_gpus)[0]
     values = 2 * model.dim("hidden") + (3 if model.gated_mlp else 2) * ffn_width(model) / tp
     rows = min(eng.batch_cap(gpu) or tokens, tokens)
-    return (tokens * values * 2 + 2 * rows * model.dim("vocab") * 4) / GIB
+    return max(tokens * values * 2, rows * model.dim("vocab") * cal.SAMPLER_PEAK_BYTES) / GIB
 
 
 def engine_reserve_gib(model: Model, gpu: Gpu, n_gpus: int, eng: Engine) -> float:
@@ -575,9 +593,11 @@ def no_fit(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng:
                  fixed + kv_gib, usable)
 
 
-def kv_budget_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
-    """GiB per GPU the engine gives the KV cache; #NUM! with the figures when the weights do not fit."""
-    fixed = _fixed_gib(model, gpu, precision, n_gpus, eng)
+def kv_budget_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine,
+                  padding_gib: float = 0.0) -> float:
+    """GiB per GPU the engine gives the KV cache; #NUM! with the figures when the weights do not fit. `padding_gib`:
+    weights a stated kernel adds to the checkpoint's (marlin_padding_gib)."""
+    fixed = _fixed_gib(model, gpu, precision, n_gpus, eng) + padding_gib
     left = usable_gib(gpu, eng, fixed) - fixed
     if left <= 0:
         raise no_fit(model, gpu, precision, n_gpus, eng)
