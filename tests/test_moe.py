@@ -302,3 +302,18 @@ def test_attention_dp_ranks_wait_for_the_busiest_ranks_prefill():
     assert capacity._prefill_per_step_s(ds, gpu, fp4, prompt, answer, 8, dp, batch) == pytest.approx(mean + extra)
     assert capacity._prefill_per_step_s(ds, gpu, fp4, prompt, answer, 8, tp, batch) == pytest.approx(
         batch * capacity.prefill_compute_s(ds, gpu, fp4, prompt, 1, 8, tp) / answer)
+
+
+def test_a_private_engine_row_can_line_up_its_attention_dp_ranks(tmp_path):
+    """dp_balance is a column of engines.csv: a private row may set it (checked like any column) and the engine
+    built from it pays no wait for the busiest rank."""
+    from udfs.catalogs import engines, private_catalog
+    from udfs.catalogs.catalog import _build, columns
+    path = tmp_path / "engines.csv"
+    path.write_text("name,moe_parallel,dp_balance\nTensorRT-LLM,expert_dp,TRUE\n")
+    rows, problems = private_catalog.read_file(path, columns("engines.csv"), "engines.csv")
+    assert problems == [] and rows[0][0]["dp_balance"] == "TRUE"
+    packaged = next(r for r in catalog.rows_with_origin("engines.csv") if r[0]["name"] == "TensorRT-LLM")[0]
+    eng = _build(engines.Engine, {**packaged, **rows[0][0]})
+    assert eng.dp_balance and eng.dp_attention
+    assert not engines.engine("TensorRT-LLM").dp_balance

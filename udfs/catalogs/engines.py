@@ -87,8 +87,8 @@ class Engine:
     as_of: str
     note: str
     # Data-parallel attention ranks prefill together (TensorRT-LLM's attention_dp_config enable_balance, MLPerf's
-    # adp_balancing_enable): no rank holds the others up with its own prompts (capacity._prefill_per_step_s). Off by
-    # default, as in TensorRT-LLM and SGLang; a row that states it turns it on.
+    # adp_balancing_enable): no rank holds the others up with its own prompts (capacity._prefill_per_step_s). Blank
+    # (off) in every packaged row, as TensorRT-LLM and SGLang default; a private row or a measured row's note turns it on.
     dp_balance: bool = False
 
     @property
