@@ -1214,14 +1214,15 @@ CITED_GROUPS: tuple[tuple[str, Callable[[Comparison], bool]], ...] = (
      lambda c: c.metric in SERVING_METRICS and _family(c) in SERVED_BY and not _moe(c)),
     ("served by vLLM, SGLang or TGI, dense, bursts",
      lambda c: c.metric == "burst" and _family(c) in SERVED_BY and not _moe(c)),
-    ("prefill at a stated load", _at_load),
+    ("prefill at a stated load", lambda c: _at_load(c) and not _moe(c)),
+    ("MoE, DeepSeek-R1 first token in flight", lambda c: _at_load(c) and _moe(c)),
     ("MoE, every serving metric", lambda c: c.metric in SERVING_METRICS and _moe(c)),
-    ("MoE, steady state", lambda c: c.metric in STEADY_METRICS and _moe(c)),
+    ("MoE, steady throughput", lambda c: c.metric in STEADY_METRICS and c.metric != "prefill" and _moe(c)),
     ("MoE, bursts", lambda c: c.metric == "burst" and _moe(c)),
     ("MoE, steady, Mixtral 8x7B", lambda c: c.metric in STEADY_METRICS and c.config is not None
      and c.config.model == "Mixtral 8x7B"),
-    ("MoE, steady, DeepSeek-R1", lambda c: c.metric in STEADY_METRICS and c.config is not None
-     and c.config.model == "DeepSeek-R1"),
+    ("MoE, steady throughput, DeepSeek-R1", lambda c: c.metric in STEADY_METRICS and c.metric != "prefill"
+     and c.config is not None and c.config.model == "DeepSeek-R1"),
     ("MoE, DeepSeek-R1 at a fixed concurrency", _deepseek_in_flight),
     ("MoE, DeepSeek-R1 in flight, experts tensor-parallel",
      lambda c: _deepseek_in_flight(c) and "experts split over the GPUs" not in c.note),
