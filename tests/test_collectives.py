@@ -75,3 +75,47 @@ def test_network_all_reduce_is_hierarchical():
     two = collectives.hierarchical_all_reduce_s(link, 16, 8, grads)
     assert two == pytest.approx(inside + collectives.all_reduce_s(collectives.network(), 2, grads / 8))
     assert collectives.hierarchical_all_reduce_s(link, 8, 8, grads) == inside
+
+
+def test_engine_all_reduce_meets_published_kernel_timings():
+    """Tensor-parallel all-reduces as engines run them (one-shot kernel or NCCL's ring, the faster) within 15% of the
+    fastest of vLLM's kernels at every published size (vLLM PR #24532, TP 4, 0.5-4 MB: benchmarks/tp_decomposition.py
+    holds the table). The ring at the flat one-shot latency alone was 0.67-0.77 of them from 1.5 MB."""
+    from benchmarks import tp_decomposition as tpd
+
+    gpu = catalog.gpu(tpd.ALLREDUCE_GPU)
+    link = collectives.link_class(gpu, tpd.ALLREDUCE_GPUS)
+    for tokens, timings in tpd.ALLREDUCE_TIMINGS.items():
+        size = tokens * tpd.HIDDEN * 2
+        model = collectives.engine_all_reduce_s(link, tpd.ALLREDUCE_GPUS, size) * 1e6
+        assert model == pytest.approx(min(timings), rel=0.15), tokens
+
+
+@pytest.mark.parametrize("gpu,n", [("H100 SXM", 2), ("H100 SXM", 4), ("H100 SXM", 8), ("B200", 4), ("A100 SXM", 8),
+                                   ("MI300X", 8), ("L40S", 4)])
+def test_engine_all_reduce_lines_give_the_same_time(gpu, n):
+    """The inference-plan workbook takes the smaller of the two lines engine_all_reduce_lines gives: that is
+    engine_all_reduce_s at every size; a link with no one-shot kernel (AMD's mesh, PCIe) is the ring alone."""
+    link = collectives.link_class(catalog.gpu(gpu), n)
+    ring, one = collectives.engine_all_reduce_lines(link, n)
+    assert (one is None) == (link.kind != "nvlink")
+    for size in (0, 16e3, 5e5, 4e6, 1.3e8):
+        lines = [ring] + ([one] if one else [])
+        assert min(a + b * size for a, b in lines) == pytest.approx(collectives.engine_all_reduce_s(link, n, size))
+        if one is None:
+            assert collectives.engine_all_reduce_s(link, n, size) == collectives.all_reduce_s(link, n, size)
+
+
+def test_one_shot_wins_small_messages_and_the_ring_large():
+    """Every GPU reads (n-1) x the message in a one-shot all-reduce and 2(n-1)/n x in a ring: one-shot is the faster
+    for a decode batch, the ring for a prefill chunk, and sooner on more GPUs."""
+    link4 = collectives.link_class(catalog.gpu("H100 SXM"), 4)
+    link8 = collectives.link_class(catalog.gpu("H100 SXM"), 8)
+    (r4, _), (o4, b4) = collectives.engine_all_reduce_lines(link4, 4)
+    (r8, _), (o8, b8) = collectives.engine_all_reduce_lines(link8, 8)
+    decode, chunk = 32 * 8192 * 2, 8192 * 8192 * 2
+    assert collectives.engine_all_reduce_s(link4, 4, decode) == pytest.approx(o4 + b4 * decode)
+    assert collectives.engine_all_reduce_s(link4, 4, chunk) < o4 + b4 * chunk
+    crossing4 = (r4 - o4) / (b4 - collectives.engine_all_reduce_lines(link4, 4)[0][1])
+    crossing8 = (r8 - o8) / (b8 - collectives.engine_all_reduce_lines(link8, 8)[0][1])
+    assert crossing8 < crossing4

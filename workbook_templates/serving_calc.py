@@ -239,14 +239,21 @@ def _group_rows(prompt: str, out: str) -> list[tuple[str, str, str | None, str |
         ("All-reduce time per token (s)", "artok",
          ("IF(OR({c}{split}<=1,NOT(SrvLinkGBs>0)),0,SrvLayers*2*2*({c}{split}-1)/{c}{split}*SrvHidden*2"
           "/INDEX(GN_bus,MATCH(" + GN_KEY + ",GN_keys,0)))"), SECONDS),
+        ("One-shot all-reduce latency per step (s; the ring's where the link has none)", "a1lat",
+         ('IF({c}{split}<=1,0,IF(INDEX(GN_one_rate,MATCH(' + GN_KEY + ',GN_keys,0))>0,'
+          'SrvLayers*2*INDEX(GN_one_latency_s,MATCH(' + GN_KEY + ',GN_keys,0)),{c}{arlat}))'), SECONDS),
+        ("One-shot all-reduce time per token (s)", "a1tok",
+         ('IF(OR({c}{split}<=1,NOT(SrvLinkGBs>0)),0,IF(INDEX(GN_one_rate,MATCH(' + GN_KEY + ',GN_keys,0))>0,'
+          'SrvLayers*2*({c}{split}-1)*SrvHidden*2/INDEX(GN_one_rate,MATCH(' + GN_KEY + ',GN_keys,0)),{c}{artok}))'),
+         SECONDS),
         ("Fixed time per step (s)", "fixed",
          ('SrvStepUs*0.000001+SrvLayers*SrvLayerUs*0.000001+IF(AND(SrvMulti<>"tensor",{c}{n}>1),'
           '({c}{n}-1)*SrvHopS,0)'), SECONDS),
         ("CPU time per running sequence per step (s)", "seq", "SrvSeqUs*0.000001", SECONDS),
         ("Prefill compute per request (s)", "prefill",
          guard("(SrvPrefillFlops/SrvFlops+IF(SrvPrefillFlops16>0,SrvPrefillFlops16/SrvFlops16,0)"
-               "+SrvPrefillAttnFlops/SrvFlopsAttn)/{c}{split}+{c}{arlat}+{c}{artok}*"
-               + prompt), SECONDS),
+               "+SrvPrefillAttnFlops/SrvFlopsAttn)/{c}{split}+"
+               + all_reduce_s("{c}", "{arlat}", "{artok}", "{a1lat}", "{a1tok}", prompt)), SECONDS),
         # a decode step's parts that do not depend on the batch, once: tpot_ms adds them up at a batch
         ("Dense weights read per step (s)", "wread", guard("SrvDenseBytes/SrvBwWeights/{c}{split}"),
          SECONDS),
@@ -260,8 +267,14 @@ def _group_rows(prompt: str, out: str) -> list[tuple[str, str, str | None, str |
                "2*SrvHeads*SrvAttnWidth*SrvLtContext/{c}{split}/SrvFlops16)"), SECONDS),
         ("Prefill share per sequence per step (s)", "pshare", guard("{c}{prefill}/" + out), SECONDS),
         ("Time per running sequence per step (s)", "seqstep",
-         guard("{c}{attn}+{c}{artok}+{c}{seq}+{c}{pshare}"), SECONDS),
+         guard("{c}{attn}+{c}{seq}+{c}{pshare}"), SECONDS),
     ]
+
+
+def all_reduce_s(g: str, lat: str, tok: str, lat1: str, tok1: str, tokens: str) -> str:
+    """Seconds of a step's all-reduces over `tokens` tokens (collectives.engine_all_reduce_s): the faster of the
+    ring's line and the one-shot kernel's (the ring's again where the link has none)."""
+    return f"MIN({g}{lat}+{g}{tok}*{tokens},{g}{lat1}+{g}{tok1}*{tokens})"
 
 
 def experts_s(batch: str, split: str, params: str) -> str:
@@ -292,11 +305,12 @@ def weights_s(g: str, rows: dict[str, int], batch: str) -> str:
 
 def tpot_ms(c: str, rows: dict[str, int], batch: str) -> str:
     """TPOT (ms) at `batch` for the group in column `c` of the calculation sheet, from the group's rows: one decode
-    step (weights, then per running sequence its attention, all-reduce volume, CPU time (vLLM V0's) and share of
-    the prefills; the all-reduce latency and fixed time per step; a batch beyond the engine's CUDA-graph cap pays
-    the eager launches per layer)."""
+    step (weights, then per running sequence its attention, CPU time (vLLM V0's) and share of the prefills; the
+    all-reduces at the batch, the faster of the ring and the one-shot kernel; the fixed time per step; a batch beyond
+    the engine's CUDA-graph cap pays the eager launches per layer)."""
     g = f"'{SHEET}'!${c}$"
-    return guard(f"1000*({weights_s(g, rows, batch)}+{g}{rows['arlat']}+{g}{rows['fixed']}+{eager_s(batch)}"
+    ar = all_reduce_s(g, *(str(rows[k]) for k in ("arlat", "artok", "a1lat", "a1tok")), batch)
+    return guard(f"1000*({weights_s(g, rows, batch)}+{ar}+{g}{rows['fixed']}+{eager_s(batch)}"
                  f"+{batch}*{g}{rows['seqstep']})")
 
 
@@ -495,6 +509,7 @@ def _candidates(s: Sheet, rows: dict[str, int]) -> int:
     ws.row_dimensions[head].height = 32
     k = f"'{SHEET}'!${col(CHOSEN_COL)}$"
     kept = {key: f"{k}{r}" for key, r in rows.items()}
+    ar_rows = [str(rows[x]) for x in ("arlat", "artok", "a1lat", "a1tok")]
     batches = [str(b) for b in CANDIDATES] + [f"={kept['batch']}"]
     for i, b in enumerate(batches):
         r = head + 1 + i
@@ -502,7 +517,7 @@ def _candidates(s: Sheet, rows: dict[str, int]) -> int:
         st.style_output(ws.cell(row=r, column=1), "#,##0", key=not b.isdigit())
         a = f"$A{r}"
         cells = [f'IF({a}<={kept["limit"]},"yes","no")', guard(f"1000*({weights_s(k, rows, a)})"),
-                 guard(f"1000*{a}*{kept['attn']}"), f"1000*({kept['arlat']}+{kept['artok']}*{a})",
+                 guard(f"1000*{a}*{kept['attn']}"), f"1000*{all_reduce_s(k, *ar_rows, a)}",
                  f"1000*({kept['fixed']}+{eager_s(a)}+{a}*{kept['seq']})", guard(f"SUM(C{r}:F{r})"),
                  guard(f"1000*{a}*{kept['pshare']}"), guard(f"G{r}+H{r}"), guard(f"{a}/(I{r}/1000)"),
                  f'IF(I{r}<=SrvTarget,"yes","no")']

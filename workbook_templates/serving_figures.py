@@ -209,11 +209,15 @@ def figures_sheet(book: Book):
                    _hand_off(g)] for g in gpus],
                  {1: "SrvGpuNames", 2: "SrvGpu_engine", 3: "SrvGpu_link", 4: "SrvGpu_link_gbs", 5: "SrvGpu_peak16",
                   6: "SrvGpu_hop_s"}, [None, None, None, "#,##0", "#,##0.0", "0.000000"])
-    row = _block(book, ws, row, "GPUs of a tensor-parallel group: one all-reduce's latency and the bus bandwidth "
-                 "it reaches (udfs/physics/collectives.py; blank: the link rate is unknown)",
-                 ["GPU | GPUs", "All-reduce latency (s)", "Bus bandwidth (bytes/s)"],
+    row = _block(book, ws, row, "GPUs of a tensor-parallel group: one all-reduce as the engines run it, the ring's "
+                 "latency and the bus bandwidth it reaches, and where the link has one (NVLink) the one-shot kernel's "
+                 "latency and the one-way rate each GPU reads its peers at; the faster wins at a size "
+                 "(collectives.engine_all_reduce_s; blank: the link rate is unknown, or no one-shot kernel)",
+                 ["GPU | GPUs", "All-reduce latency (s)", "Bus bandwidth (bytes/s)", "One-shot latency (s)",
+                  "One-shot rate (bytes/s)"],
                  [[g.name + SEP + str(n), *_all_reduce(g, n)] for g in gpus for n in GROUP_SIZES],
-                 {1: "GN_keys", 2: "GN_latency_s", 3: "GN_bus"}, [None, "0.000000", "#,##0"])
+                 {1: "GN_keys", 2: "GN_latency_s", 3: "GN_bus", 4: "GN_one_latency_s", 5: "GN_one_rate"},
+                 [None, "0.000000", "#,##0", "0.000000", "#,##0"])
     pairs = [(e, g) for e in engines.engines() for g in gpus]
     row = _block(book, ws, row, "Engine on a GPU: achieved share of memory bandwidth, batch limit, the profile run "
                  "kept out of the KV cache (vLLM's token budget on that GPU)",
@@ -270,13 +274,16 @@ def _hand_off(g) -> float | None:
         return None
 
 
-def _all_reduce(g, n: int) -> tuple[float | None, float | None]:
-    """(latency of one all-reduce over n GPUs, bus bytes/s): all_reduce_s = latency + 2(n-1)/n x bytes / bus."""
+def _all_reduce(g, n: int) -> tuple[float | None, ...]:
+    """(ring latency, bus bytes/s, one-shot latency, one-shot bytes/s) of an all-reduce over n GPUs as the engines
+    run it (collectives.engine_all_reduce_lines): the ring is latency + 2(n-1)/n x bytes / bus, the one-shot kernel
+    latency + (n-1) x bytes / rate; the one-shot pair blank where the link has none."""
     try:
         link = capacity._link(g, n)
     except FlopsheetError:
-        return None, None
-    return collectives.all_reduce_s(link, n, 0), link.bus_bytes_per_s
+        return None, None, None, None
+    (ring_s, _), one = collectives.engine_all_reduce_lines(link, n)
+    return ring_s, link.bus_bytes_per_s, *((one[0], (n - 1) / one[1]) if one else (None, None))
 
 
 def _lenders() -> list[list]:

@@ -20,6 +20,8 @@ class LinkConstants:
     step_us: float       # added per ring step (an all-reduce over n GPUs takes 2(n-1) steps)
     p2p_us: float        # one send/recv hand-off (a pipeline stage to the next)
     bus_share: float     # achieved bus bandwidth as a share of the one-way link rate
+    ring_us: float | None = None   # an inference engine's ring (NCCL) all-reduce latency where it also has a
+    #                                one-shot kernel (collectives.engine_all_reduce_s); None: the ring as base_us
 
 
 # GPU-to-GPU collectives by link class (latency + bytes / bus bandwidth).
@@ -29,9 +31,9 @@ class LinkConstants:
 # (sgl-project/sglang PR #2904, 2025-01); vLLM PR #37756 (B300, 2026) 7 us at 16-256 KiB: 8 us.
 # Bus share 0.80: nccl-tests all_reduce busbw at large sizes, 230-250 of 300 GB/s one way on
 # 8 x A100 SXM (NVLink 3), 460-480 of 450-ish on 8 x H100 SXM with NVLink SHARP (alayanew.com
-# "NCCL-tests in practice", 2026-05); 2 MB-4 MB all-reduces on 4 x H100 take 21-39 us (vLLM PR
-# #24532), which 8 us + bytes at 0.80 of 450 GB/s brackets. Hand-off 10 us: a prior (a copy to the
-# next GPU and its synchronisation).
+# "NCCL-tests in practice", 2026-05); at 1-4 MB 8 us + bytes at 0.80 of 450 GB/s falls short of the
+# kernels vLLM times (vLLM PR #24532: 21-39 us at 2-4 MB on 4 GPUs), which the engines' one-shot / ring
+# choice below follows. Hand-off 10 us: a prior (a copy to the next GPU and its synchronisation).
 # infinity_fabric: AMD xGMI full mesh (MI300X: 7 links, 64 GB/s one way each). RCCL runs NCCL's
 # ring: base 3.6 us + 0.7 us a step - NCCL's own cost model (NVIDIA/nccl src/graph/tuning.cc at
 # 01afd20a: Ring/LL baseLat 3.6 us) with the step that reproduces RCCL's 25 us at 8 B over 16 MI250X
@@ -45,12 +47,23 @@ class LinkConstants:
 # (NVIDIA/nccl issue #1530, 2024; 8 x RTX 3090: 54.2 us, NVIDIA/nccl issue #1439). Bus share 0.60:
 # 8 x H100 PCIe (no NVLink) reach 35-45 GB/s busbw on a 64 GB/s one-way Gen5 x16 link
 # (alayanew.com, as above). Hand-off 30 us: a prior (staged through host memory without P2P).
+# Inference engines on NVLink (collectives.engine_all_reduce_s) run a tensor-parallel all-reduce as the faster of
+# two kernels: a one-shot kernel, in which every GPU reads each peer's whole buffer ((n-1) x size through its own
+# links at the one-way rate: base_us + bytes / rate), and NCCL's ring (or the engines' two-shot kernel, which moves
+# the ring's 2(n-1)/n x size), whose latency is ring_us. vLLM PR #24532 (2025-09-09; TP 4, bf16 (tokens, 8,192),
+# benchmark_device_communicators.py; the part of the PR read here does not name the GPU, read as H100 as above:
+# NVLink 4, 450 GB/s one way) times one-shot at 10 / 14 / 19 / 23 / 30 / 38 us for 0.5 / 1 / 1.5 / 2 / 3 / 4 MB
+# (8 us + 3 x size at 450 GB/s: 11.5 / 15.0 / 18.5 / 22.0 / 29.0 / 36.0), the two-shot kernel at 17-42 us and NCCL
+# at 21 / 23 / 25 / 28 / 33 / 39 us: NCCL's 21 and 23 us at 0.5 and 1 MB less their bytes at 0.80 of the link
+# (2.2 and 4.4 us) give its latency, ring_us 19 us. Below about 4 MB at 4 GPUs (1 MB at 8) one-shot is the faster;
+# at the flat 8 us + ring bytes the model was 0.67-0.88 of the fastest kernel from 1 MB up (a prefill of 64 tokens
+# or more on an 8,192-wide model). Training's gradient all-reduce (large buckets, NCCL) keeps all_reduce_s.
 # ethernet: Gaudi's on-chip RoCE ports wired GPU to GPU; network: each GPU's NIC between servers
 # (NETWORK_GBS_PER_GPU). NCCL's network ring step, 2.7 us (tuning.cc NET Ring/LL hwLat); hand-off
 # 10 us (nccl-tests send/recv across InfiniBand ~5-10 us, the upper end); bus share 0.80 (a prior:
 # the NVLink figure; RDMA NICs run at line rate for large messages).
 LINKS = {
-    "nvlink": LinkConstants(base_us=8.0, step_us=0.0, p2p_us=10.0, bus_share=0.80),
+    "nvlink": LinkConstants(base_us=8.0, step_us=0.0, p2p_us=10.0, bus_share=0.80, ring_us=19.0),
     "infinity_fabric": LinkConstants(base_us=3.6, step_us=0.7, p2p_us=10.0, bus_share=0.75),
     "pcie": LinkConstants(base_us=3.6, step_us=2.75, p2p_us=30.0, bus_share=0.60),
     "ethernet": LinkConstants(base_us=3.6, step_us=2.7, p2p_us=10.0, bus_share=0.80),

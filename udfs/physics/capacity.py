@@ -153,12 +153,12 @@ def _kv_replication(model: Model, split: int) -> float:
 
 
 def _allreduce_s(model: Model, gpu: Gpu, n_gpus: int, tokens: float) -> float:
-    """Two all-reduces per layer of the tokens' 16-bit activations (collectives.all_reduce_s:
-    the link's latency, then the bytes at its achieved bus bandwidth)."""
+    """Two all-reduces per layer of the tokens' 16-bit activations, as the engines run them
+    (collectives.engine_all_reduce_s: on NVLink the faster of a one-shot kernel and NCCL's ring)."""
     if n_gpus <= 1:
         return 0.0
     size = tokens * model.dim("hidden") * 2
-    return model.dim("layers") * 2 * collectives.all_reduce_s(_link(gpu, n_gpus), n_gpus, size)
+    return model.dim("layers") * 2 * collectives.engine_all_reduce_s(_link(gpu, n_gpus), n_gpus, size)
 
 
 def _overhead_s(model: Model, gpu: Gpu, eng: Engine, n_gpus: int, tokens: float) -> float:

@@ -100,6 +100,29 @@ def all_reduce_s(link: Link, n_gpus: int, size_bytes: float) -> float:
     return link.latency_s(steps) + steps / n_gpus * size_bytes / link.bus_bytes_per_s
 
 
+def engine_all_reduce_s(link: Link, n_gpus: int, size_bytes: float) -> float:
+    """A tensor-parallel all-reduce as inference engines run it. Where the link class has a one-shot kernel
+    (calibration ring_us set: NVLink), the faster of the one-shot kernel, every GPU reading each of its n-1 peers'
+    whole buffers through its own links at the one-way rate (base latency + (n-1) x size / rate), and the ring at
+    NCCL's latency (ring_us + 2(n-1)/n x size / bus bandwidth); elsewhere the ring (all_reduce_s)."""
+    ring_us = link.constants.ring_us
+    if n_gpus <= 1 or ring_us is None:
+        return all_reduce_s(link, n_gpus, size_bytes)
+    one_shot = link.constants.base_us * US + (n_gpus - 1) * size_bytes / (link.gbs / 2 * GBS)
+    ring = ring_us * US + 2 * (n_gpus - 1) / n_gpus * size_bytes / link.bus_bytes_per_s
+    return min(one_shot, ring)
+
+
+def engine_all_reduce_lines(link: Link, n_gpus: int) -> tuple[tuple[float, float], tuple[float, float] | None]:
+    """engine_all_reduce_s as (latency s, seconds a byte) of the ring and, where the link class has one, of the
+    one-shot kernel (None otherwise): the time is the smaller line at a size (the inference-plan workbook's MIN)."""
+    ring_us = link.constants.ring_us
+    per_byte = 2 * (n_gpus - 1) / n_gpus / link.bus_bytes_per_s
+    if ring_us is None:
+        return (all_reduce_s(link, n_gpus, 0), per_byte), None
+    return (ring_us * US, per_byte), (link.constants.base_us * US, (n_gpus - 1) / (link.gbs / 2 * GBS))
+
+
 def all_gather_s(link: Link, n_gpus: int, size_bytes: float) -> float:
     """All-gather (or reduce-scatter) of a `size_bytes` result: n-1 steps, (n-1)/n of it sent."""
     if n_gpus <= 1:
