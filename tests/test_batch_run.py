@@ -74,13 +74,43 @@ def test_two_uneven_answers_leave_the_longer_decoding_alone():
 
 
 def test_a_long_run_approaches_the_steady_state():
-    """Many times the concurrency cap: N x answer / the steady throughput at that batch
-    (SERVING_THROUGHPUT's point at batch = the cap), within the ramp and the tail (under 1% at 56 x the cap)."""
+    """Many times the concurrency cap: N x answer / the steady throughput at that batch (SERVING_THROUGHPUT's point
+    at batch = the cap, each sequence holding the answers in flight: in_flight_answer), within the ramp and the tail
+    (under 1% at 56 x the cap)."""
     n, prompt, output = 40_000, 512, 256
     run = batch_run.run(L8, H100, "bf16", n, prompt, output, 1, VLLM, max_output_tokens=4 * output)
-    steady = capacity.serving_point(L8, H100, "bf16", prompt, output, 1, None, VLLM, batch=run.batch)
-    assert run.batch == min(capacity.kv_batch(L8, H100, "bf16", prompt, output, 1, "bf16", VLLM), VLLM.batch_cap(H100))
-    assert run.seconds == pytest.approx(n * output / steady.tokens_per_sec, rel=0.01)
+    held = batch_run.in_flight_answer(output, 4 * output)
+    assert run.batch == min(capacity.kv_batch(L8, H100, "bf16", prompt, held, 1, "bf16", VLLM), VLLM.batch_cap(H100))
+    # SERVING_THROUGHPUT's time per output token at that batch (capacity._tpot_s), the step at the context in flight
+    step = capacity.decode_step(L8, H100, "bf16", run.batch, prompt + held / 2, 1, "bf16", VLLM).total
+    tpot = step + run.batch * capacity.prefill_compute_s(L8, H100, "bf16", prompt, 1, 1, VLLM) / output
+    assert run.seconds == pytest.approx(n * output * tpot / run.batch, rel=0.01)
+
+
+def test_the_answers_in_flight_are_length_biased():
+    """A request holds a slot for its answer's steps, so a snapshot of the running requests sees each answer in
+    proportion to its length: E[a^2] / E[a] of the spread answer_lengths draws. Equal answers: their length; an
+    exponential far below its cap: 2 x its mean; answers crowding at their cap: about the cap; and the closed form
+    agrees with the lengths answer_lengths hands out (sum(a^2) / sum(a) of 20,000 of them)."""
+    assert batch_run.in_flight_answer(200) == 200 and batch_run.in_flight_answer(200, 150) == 200
+    assert batch_run.in_flight_answer(200, 200_000) == pytest.approx(400, rel=1e-3)
+    assert 99 < batch_run.in_flight_answer(99.5, 100) <= 100
+    for mean, cap in ((194, 1833), (94, 100), (50, 100), (105, 200), (100, 100.1)):
+        lengths = batch_run.answer_lengths(20_000, mean, cap)
+        sampled = sum(a * a for a in lengths) / sum(lengths)
+        assert batch_run.in_flight_answer(mean, cap) == pytest.approx(sampled, rel=1e-3)
+
+
+def test_a_burst_of_spread_answers_runs_fewer_at_once_than_the_mean_answer_fits():
+    """The cache holds the answers in flight, not the mean answer: a KV-bound burst of ShareGPT-like answers (mean
+    200, at most 1,800) runs the batch that fits prompt + half the length-biased answer (vLLM's blocks as tokens
+    arrive), fewer than prompt + half the mean."""
+    qwen32, bf16 = catalog.model("Qwen3 32B"), catalog.precision_row("bf16")
+    run = batch_run.run(qwen32, H100, "bf16", 1000, 217, 200, 1, VLLM, max_output_tokens=1831)
+    held = batch_run.in_flight_answer(200, 1831)
+    assert held > 1.5 * 200
+    assert run.batch == capacity.kv_batch(qwen32, H100, bf16, 217, held, 1, "bf16", VLLM)
+    assert run.batch < capacity.kv_batch(qwen32, H100, bf16, 217, 200, 1, "bf16", VLLM) < VLLM.batch_cap(H100)
 
 
 def test_a_short_run_is_slower_than_the_steady_state_by_its_tail():
@@ -105,7 +135,8 @@ def test_a_job_far_larger_than_the_simulated_part_matches_the_full_simulation(mo
     of simulating it: within 0.1% of simulating every request (60 requests a slot), short answers included, whose
     slots spend a larger share of their time prefilling (the full batch's decode step alone was 0.26% short)."""
     bf16 = catalog.precision_row("bf16")
-    cap = batch_run.concurrency(L8, H100, bf16, prompt, output, 1, VLLM.kv_format(bf16), VLLM)
+    held = batch_run.in_flight_answer(output, longest)
+    cap = batch_run.concurrency(L8, H100, bf16, prompt, held, 1, VLLM.kv_format(bf16), VLLM)
     n = 60 * cap
     short = batch_run.run(L8, H100, "bf16", n, prompt, output, 1, VLLM, max_output_tokens=longest)
     monkeypatch.setattr(batch_run.defaults, "SIMULATED_PER_SLOT", 10**9)

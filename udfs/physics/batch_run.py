@@ -4,7 +4,8 @@ last answer. Standard library only.
 
 A steady state (capacity.serving_point) runs a full batch forever. A finite run does not:
 - the engine admits requests up to its concurrency cap (the KV cache under its memory rule, and
-  its own batch limit: capacity.kv_batch, Engine.batch_cap), the rest wait for a slot;
+  its own batch limit: capacity.kv_batch, Engine.batch_cap), the rest wait for a slot; the cache is sized
+  for the answers in flight, which are length-biased (in_flight_answer);
 - prompts are prefilled within the engine's token budget per iteration (Engine.token_budget:
   vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size), beside the running decodes,
   each chunk paying its compute (capacity.prefill_compute_s); an engine without a budget
@@ -86,6 +87,33 @@ def answer_lengths(requests: int, mean: float, cap: float | None = None) -> list
     return lengths
 
 
+def _second_share(s: float) -> float:
+    """E[u^2] of the answer lengths as shares of the cap (u in [0, 1], density rising (s < 0) or falling as e^(-s u)):
+    (2 - e^-s (s^2 + 2 s + 2)) / (s^2 (1 - e^-s)), written with e^s for s < 0 so that it cannot overflow; a series
+    near 0 (1/3 - s / 12), where the closed form cancels."""
+    if abs(s) < 1e-4:
+        return 1 / 3 - s / 12
+    if s > 0:
+        e = math.exp(-s) if s < 700 else 0.0
+        return (2 - e * (s * s + 2 * s + 2)) / (s * s * (1 - e))
+    e = math.exp(s)
+    return (s * s + 2 * s + 2 - 2 * e) / (s * s * (1 - e))
+
+
+def in_flight_answer(mean: float, cap: float | None = None) -> float:
+    """The answer length that sizes the requests running at once: E[a^2] / E[a] of the answers answer_lengths spreads
+    (mean `mean`, at most `cap`). A request holds its slot for its answer's steps, so the requests in flight at a
+    moment are its answers weighted by their length (the inspection paradox of renewal theory): what a running
+    request holds on average is its prompt plus half of that (an engine handing out KV blocks as tokens arrive,
+    kv_reservation "mean"), or plus all of it (an engine reserving each request's whole answer, "max"), not plus
+    half the mean answer. Every answer the same length (no cap, or a mean at the cap): that length; an exponential
+    far below its cap: twice its mean."""
+    if cap is None or cap <= mean:
+        return float(mean)
+    s = _rate(mean / cap)
+    return cap * _second_share(s) / _mean_share(s)
+
+
 def concurrency(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, output_tokens: float,
                 n_gpus: int, kv: Precision | str, eng: Engine) -> int:
     """Requests the engine runs at once: as many as their KV cache fits, within its batch cap (capacity.concurrency_cap)."""
@@ -104,11 +132,12 @@ def run(model: Model, gpu: Gpu, precision: Precision | str, requests: int, promp
     if requests < 1 or output_tokens <= 0:
         raise num_error("requests must be >= 1 and output_tokens > 0")
     kv = kv_precision or eng.kv_format(precision)
-    cap = min(int(requests), concurrency(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, kv, eng))
+    held = in_flight_answer(output_tokens, max_output_tokens)
+    cap = min(int(requests), concurrency(model, gpu, precision, prompt_tokens, held, n_gpus, kv, eng))
     simulated = min(int(requests), defaults.SIMULATED_PER_SLOT * cap)
     lengths = answer_lengths(simulated, output_tokens, max_output_tokens)
     per_token = capacity.prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng) / prompt_tokens
-    context = prompt_tokens + output_tokens / 2          # the mean a running sequence holds, as serving_point
+    context = prompt_tokens + held / 2                   # the mean a running sequence holds (in_flight_answer)
     steps: dict[int, float] = {}
 
     def step_s(batch: int) -> float:                     # one iteration's decode (and weight read) at `batch`

@@ -123,7 +123,7 @@ def max_batch(model, gpu, context, precision, n_gpus, usable_fraction, engine):
 
 @worksheet("MAX_CONTEXT", "Tokens per sequence that fit for a batch " + FIT_RULES + " (capped at the model's context "
            "length).", "tokens", "Serving", [MODEL, GPU, PRECISION, BATCH, N_GPUS, USABLE_ENGINE, ENGINE],
-           examples=[(("Llama 2 7B", "RTX 4090", "fp16"), 4096), (("Llama 2 7B", "RTX 4090", "fp16", 8, 1, "", "vllm"), 1755)],
+           examples=[(("Llama 2 7B", "RTX 4090", "fp16"), 4096), (("Llama 2 7B", "RTX 4090", "fp16", 8, 1, "", "vllm"), 1802)],
            kind="count")
 def max_context(model, gpu, precision, batch, n_gpus, usable_fraction, engine):
     require_own_layout(model)

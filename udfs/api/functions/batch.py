@@ -43,8 +43,8 @@ def _job(model, gpu, requests, prompt_tokens, output_tokens, max_output_tokens, 
            "answer. " + HOW + " part = hours (wall clock, default), gpu_hours (x every GPU of every copy) or "
            "tail_hours (the end, once fewer than half the cap still run).", "hours", "Serving",
            JOB_ARGS + [Arg("part", "choice", "What to return", choices=JOB_PARTS, default="hours")],
-           examples=[(EXAMPLE, 1.1914), (EXAMPLE[:2] + (1000, 1024, 256), 0.011976),
-                     (EXAMPLE[:2] + (1000, 1024, 256, 2048), 0.014388)], kind="time")
+           examples=[(EXAMPLE, 1.1914), (EXAMPLE[:2] + (1000, 1024, 256), 0.011977),
+                     (EXAMPLE[:2] + (1000, 1024, 256, 2048), 0.014918)], kind="time")
 def batch_job_hours(model, gpu, requests, prompt_tokens, output_tokens, max_output_tokens, precision, n_gpus, copies,
                     engine, kv_precision, part):
     run, gpus = _job(model, gpu, requests, prompt_tokens, output_tokens, max_output_tokens, precision, n_gpus,
