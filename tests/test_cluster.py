@@ -104,8 +104,8 @@ def test_training_mfu_with_n_gpus_is_the_cell_times_the_scale_out():
         assert got == pytest.approx(cell * training.scale_out_efficiency(model, h100, n))
 
 
-def test_the_report_says_why_the_whole_run_cell_and_the_sized_job_differ():
-    """A buyer shown the sized job's hours and the whole-run cell's (n_gpus blank) is told why they differ: the
+def test_the_report_says_why_the_blank_figure_and_the_sized_job_differ():
+    """A buyer shown the sized job's hours and the blank-n_gpus figure's is told why they differ: the
     share this model loses at the option's count and at Llama 3's 16,384 GPUs, from the same physics."""
     from udfs.planning import report_model, scenario
     sc = scenario.from_dict({"name": "why", "workload": {"kind": "train", "model": "Llama 3.1 8B", "tokens": 15e12,

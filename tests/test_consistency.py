@@ -179,7 +179,7 @@ def test_report_and_rank_training_hours_are_training_gpu_hours_on_their_count(ki
 
 def test_training_hours_with_n_gpus_are_the_mfu_at_n_gpus_and_grow_with_the_all_reduce():
     """TRAINING_GPU_HOURS on n GPUs is 6·N·D at TRAINING_MFU's figure on n GPUs (the compute MFU x its scale_out
-    share); more GPUs lose more time to the all-reduce; blank n_gpus keeps the table's whole-run cell."""
+    share); more GPUs lose more time to the all-reduce; blank n_gpus keeps the table's whole-run MFU."""
     model, tokens, gpu = "Llama 2 13B", 2e12, "H100 SXM"
     flops = registry.call("TRAINING_FLOPS", model, tokens)
     peak = catalog.gpu(gpu).tensor_peak("bf16", "a test", weight_only=False).tflops * 1e12

@@ -188,8 +188,8 @@ def test_worksheet_functions_read_the_table():
 
 
 def test_the_picker_prices_training_at_the_tables_mfu():
-    """Pre-training on the cluster the picker sizes: the steady cell x goodput (its all-reduce is added
-    apart, so the whole-run cells' cluster-scale losses are not counted twice)."""
+    """Pre-training on the cluster the picker sizes: the steady cell x goodput, the whole-run figure (its
+    all-reduce is added apart)."""
     model, gpu = catalog.model("Llama 2 7B"), catalog.gpu("H100")
     option = next(o for o in picker.rank("train", model, tokens_or_traffic=2e12) if o.gpu == gpu.name)
     peak = gpu.tensor_peak("bf16", "test", weight_only=False).tflops
