@@ -73,7 +73,7 @@ def fitted_hours(model_or_params, tokens, gpu, mfu, precision, scope, n_gpus: in
             Arg("part", "choice", "mfu (default): the figure; basis: the cell or fallback it comes from; "
                 "scale_out: the share of the time computing at n_gpus (1 with n_gpus blank)",
                 choices=("mfu", "basis", "scale_out"), default="mfu"), ON_GPUS, METHOD],
-           examples=[(("A100", "Llama 2 7B"), 0.3839), (("H100", 70e9, "bf16", "steady"), 0.4151)],
+           examples=[(("A100", "Llama 2 7B"), 0.4178), (("H100", 70e9, "bf16", "steady"), 0.4151)],
            kind="fraction")
 def training_mfu(gpu, model_or_params, precision, scope, part, n_gpus, method):
     if not n_gpus:
