@@ -152,9 +152,9 @@ class Engine:
 
     @staticmethod
     def large_gpu(gpu: Gpu) -> bool:
-        """vLLM's "large GPU" for its defaults: at least 70 GiB of memory and not an A100 (arg_utils
-        get_batch_defaults: a large token budget on the A100 lowered throughput, vLLM PR #17885)."""
-        return gpu.memory_gb >= 70 and "A100" not in gpu.name
+        """vLLM's "large GPU" for its defaults: at least 70 GiB of the memory CUDA reports (Gpu.memory_gib) and not
+        an A100 (arg_utils get_batch_defaults: a large token budget on the A100 lowered throughput, vLLM PR #17885)."""
+        return gpu.memory_gib >= 70 and "A100" not in gpu.name
 
     def batch_cap(self, gpu: Gpu) -> int | None:
         """The engine's own limit on concurrent sequences. vLLM raises its default on large GPUs (large_gpu)."""

@@ -113,20 +113,21 @@ def write(wb: Workbook, res: Result):
 
     section(ws, row, "GPUs")
     row += 1
-    gcols = ["GPU", "Memory (GB)", "Bandwidth (TB/s)", f"{sc.precision} dense TFLOPS", "TDP (W)",
+    gcols = ["GPU", "Memory (GB, nameplate)", "Usable memory (GiB, what CUDA reports)",
+             "Bandwidth (TB/s)", f"{sc.precision} dense TFLOPS", "TDP (W)",
              "Link (GB/s)", f"Card price ({usd})", "Card price as of", f"All-in per GPU ({usd})", "All-in as of",
              "Card price kind", "All-in kind", "Card price source", "All-in source", "Source", "As of"]
     header_row(ws, row, gcols)
     row += 1
     for name in res.used_gpus:
         g = catalog.gpu(name)
-        vals = [g.name, g.memory_gb, g.bandwidth_tbs, g.tensor_tflops(sc.precision), g.tdp_w, g.interconnect_gbs,
+        vals = [g.name, g.memory_gb, g.memory_gib, g.bandwidth_tbs, g.tensor_tflops(sc.precision), g.tdp_w, g.interconnect_gbs,
                 catalog.gpu_price(g, "card"), g.price_as_of, catalog.gpu_price(g, "system"), g.system_price_as_of,
                 g.price_kind,
                 g.system_price_kind, g.price_source, g.system_price_source, g.source, g.as_of]
         for j, v in enumerate(vals, start=1):
-            put(ws, row, j, v, sc.currency.usd_format() if j in (7, 9) and v is not None else ("#,##0.###" if isinstance(v, float)
-                                                                           else None))
+            money = j in (8, 10) and v is not None
+            put(ws, row, j, v, sc.currency.usd_format() if money else ("#,##0.###" if isinstance(v, float) else None))
         row += 1
     row += 1
     section(ws, row, "GPU sources")
