@@ -5,12 +5,13 @@ KV cache that follows each model's attention layout."""
 import pytest
 
 from udfs.physics import arch
-from udfs.catalogs import catalog
+from udfs.catalogs import catalog, spec
 from udfs.api import registry
 from udfs.errors import FlopsheetError
 
 LLAMA3_8B_SPEC = registry.call("MODEL_DEFINE", 32, 4096, 32, 8, 14336, 128256)
-H100_SPEC = registry.call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3", vendor="NVIDIA")
+# the H100's figures as its datasheet and nvidia-smi give them (usable: the GiB CUDA reports, as the catalog row)
+H100_SPEC = registry.call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3", vendor="NVIDIA", usable_gib=79.22)
 
 
 def call(name, *args, **kw):
@@ -83,7 +84,7 @@ def test_gpu_define_with_h100_figures_gives_h100_answers(fn, kw):
 
 
 def test_gpu_define_vendor_sets_the_default_engine_as_for_catalog_gpus():
-    plain = call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3")
+    plain = call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3", usable_gib=79.22)
     assert "vendor=NVIDIA" in H100_SPEC and "vendor" not in plain
     for engine, gpu in (("vLLM", plain), ("TensorRT-LLM", H100_SPEC)):
         assert call("SERVING_THROUGHPUT", "Llama 3 8B", gpu) == call("SERVING_THROUGHPUT", "Llama 3 8B", "H100",
@@ -226,10 +227,11 @@ def test_max_batch_and_context_follow_the_layered_kv_cache():
     tokens = call("MAX_CONTEXT", "Gemma 3 27B", "H100", precision="fp8", batch=16, engine="vllm v0")
     fits = call("SERVING_MEMORY_GB", "Gemma 3 27B", precision="fp8", batch=16, context=tokens)
     over = call("SERVING_MEMORY_GB", "Gemma 3 27B", precision="fp8", batch=16, context=tokens + 1)
-    assert fits <= 80 * 0.9 < over
+    usable = catalog.gpu("H100").memory_gib
+    assert usable < 80 and fits <= usable * 0.9 < over
     batch = call("MAX_BATCH", "Gemma 3 27B", "H100", context=32768, precision="fp8", engine="vllm v0")
     need = call("SERVING_MEMORY_GB", "Gemma 3 27B", precision="fp8", batch=batch, context=32768)
-    assert need <= 80 * 0.9 < call("SERVING_MEMORY_GB", "Gemma 3 27B", precision="fp8", batch=batch + 1, context=32768)
+    assert need <= usable * 0.9 < call("SERVING_MEMORY_GB", "Gemma 3 27B", precision="fp8", batch=batch + 1, context=32768)
 
 
 def _swap_cases(arg_type, value):
@@ -256,3 +258,14 @@ def test_any_gpu_argument_takes_a_spec_or_a_gpu_without_tflops_without_a_traceba
         registry.call(fn, *args)
     except FlopsheetError as e:
         assert e.code in ("#VALUE!", "#NUM!", "#N/A") and e.message
+
+
+def test_gpu_define_usable_memory_sets_the_budget_and_reads_back():
+    # blank: the nameplate is the budget; given: the GiB the driver reports, which must not exceed the nameplate
+    nameplate = call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3", vendor="NVIDIA")
+    assert "usable=" not in nameplate and "usable=79.22GiB" in H100_SPEC
+    assert call("MAX_BATCH", "Llama 3 8B", H100_SPEC, context=4096) < call("MAX_BATCH", "Llama 3 8B", nameplate,
+                                                                          context=4096)
+    assert spec.parse_gpu(H100_SPEC)["usable_gib"] == 79.22
+    with pytest.raises(FlopsheetError, match="usable_gib"):
+        call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3", usable_gib=81)

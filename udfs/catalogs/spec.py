@@ -267,6 +267,9 @@ GPU_TOKENS = (
     _tok(r"link" + _NUM, ["interconnect_gbs"], float,
          _when(_has("interconnect_gbs"), lambda r: f"link{fmt_number(r['interconnect_gbs'])}")),
     _tok(r"vendor=([\w.\-]+)", ["vendor"], str, _when(_has("vendor"), lambda r: f"vendor={r['vendor']}")),
+    # the GiB CUDA / ROCm reports as the device's total (blank: the nameplate is the budget, as for an unmeasured row)
+    _tok(r"usable=" + _NUM + r"GiB", ["usable_gib"], float,
+         _when(_has("usable_gib"), lambda r: f"usable={fmt_number(r['usable_gib'])}GiB")),
 )
 REQUIRED_GPU = ("memory_gb", "bandwidth_tbs")
 EXAMPLES = {"model": "model: 32L d4096 h32/kv8 ffn14336 v128256",

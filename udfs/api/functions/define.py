@@ -83,16 +83,20 @@ def model_define(layers, hidden, heads, kv_heads, ffn, vocab, head_dim, experts,
                 "16-bit units; blank: not known)", "TFLOPS", default="", min=0),
             Arg("vendor", "name", "Maker (NVIDIA, AMD, Apple, ...): sets the default inference engine, TensorRT-LLM "
                 "on NVIDIA, llama.cpp on Apple, Intel Gaudi software on a Gaudi and vLLM on others, as for catalog "
-                "GPUs", default="")],
+                "GPUs", default=""),
+            Arg("usable_gib", "number", "Memory the driver reports as the device's total (nvidia-smi memory.total, "
+                "in GiB; below the nameplate on most GPUs); blank: the nameplate is the budget", "GiB", default="",
+                min=0, min_open=True)],
            returns="text",
            examples=[((80, 3.35, 989.5, 1979, "HBM3"), "gpu: 80GB 3.35TB/s bf16=989.5 fp8=1979 HBM3"),
                      ((192, 0.8, "", "", "unified", "", "", "", "Mac Studio M2 Ultra"),
                       'gpu: 192GB 0.8TB/s unified name="Mac Studio M2 Ultra"')], kind="text")
 def gpu_define(memory_gb, bandwidth_tbs, bf16_tflops, fp8_tflops, memory_type, tdp_w, price_usd, interconnect_gbs,
-               gpu_name, fp4_tflops, vendor):
+               gpu_name, fp4_tflops, vendor, usable_gib):
     fields = {"memory_gb": memory_gb, "bandwidth_tbs": bandwidth_tbs, "bf16_tflops": bf16_tflops,
               "fp8_tflops": fp8_tflops, "fp4_tflops": fp4_tflops, "tdp_w": tdp_w,
-              "price_usd": price_usd, "interconnect_gbs": interconnect_gbs, "vendor": vendor}
+              "price_usd": price_usd, "interconnect_gbs": interconnect_gbs, "vendor": vendor,
+              "usable_gib": usable_gib}
     text = spec.format_gpu({k: v for k, v in fields.items() if v not in ("", None)} | {"memory_type": memory_type},
                            gpu_name)
     spec.parse_gpu(text)                     # the memory type and figures must read back

@@ -151,7 +151,7 @@ def _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot
            "docs/cost-model.md, Cost per token). estimate = low / high: the cost at the P10 / P90 of the regime's "
            "measured throughput error (the cost is low where the throughput is high; ESTIMATE_EVIDENCE).",
            "$ per 1M output tokens", "Economics", TOKEN_COST_ARGS + [ESTIMATE],
-           examples=[(TOKEN_EXAMPLE, 1.1584)], kind="money")
+           examples=[(TOKEN_EXAMPLE, 1.1865)], kind="money")
 def cost_per_1m_output_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tokens, output_tokens, n_gpus,
                               max_tpot_ms, engine, kv_precision, batch, estimate):
     point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision,
@@ -179,7 +179,7 @@ def cost_per_1m_input_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tok
            f"(prompt_tokens + output_tokens), {AT_POINT}. The figure to compare with an API price list: the API's "
            "price for the same mix is (input price x prompt_tokens + output price x output_tokens) / (prompt_tokens "
            "+ output_tokens).", "$ per 1M tokens", "Economics", TOKEN_COST_ARGS,
-           examples=[(TOKEN_EXAMPLE, 0.19306)], kind="money")
+           examples=[(TOKEN_EXAMPLE, 0.19774)], kind="money")
 def blended_cost_per_1m_tokens(usd_per_gpu_hour, model, gpu, precision, prompt_tokens, output_tokens, n_gpus,
                                max_tpot_ms, engine, kv_precision, batch):
     point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision,

@@ -52,7 +52,7 @@ def _serving(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tp
            "kWh per 1M output tokens", "Energy",
            SERVING_ARGS + [POWER_AUTO, PUE, Arg("part", "choice", "What to return", choices=ENERGY_PARTS,
                                                 default="kwh_per_1m_tokens")],
-           examples=[(EXAMPLE, 0.062303), (EXAMPLE + (1, "", "", "", 700, 1, "joules_per_token"), 0.077937)],
+           examples=[(EXAMPLE, 0.06231), (EXAMPLE + (1, "", "", "", 700, 1, "joules_per_token"), 0.077945)],
            kind="energy")
 def energy_per_1m_tokens_kwh(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
                              kv_precision, power_w, pue, part):
@@ -65,7 +65,7 @@ def energy_per_1m_tokens_kwh(model, gpu, precision, prompt_tokens, output_tokens
            "average, before any renewable purchases of the operator. An unknown region is #N/A naming it.",
            "kg CO2e per 1M output tokens", "Energy",
            [MODEL, GPU, REGION] + SERVING_ARGS[2:] + [POWER_AUTO, PUE],
-           examples=[(("Llama 3.1 8B", "H100 SXM", "World", "fp8", 2048, 2048), 0.029466)], kind="emissions")
+           examples=[(("Llama 3.1 8B", "H100 SXM", "World", "fp8", 2048, 2048), 0.029469)], kind="emissions")
 def carbon_per_1m_tokens_kg(model, gpu, region, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
                             kv_precision, power_w, pue):
     kwh = _serving(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision,

@@ -39,7 +39,7 @@ def _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot
            "GPUs together), at the largest batch that fits and meets the latency target. " + HOW + " estimate = "
            "low / high: the throughput at the P90 / P10 of its regime's measured error (ESTIMATE_EVIDENCE).",
            "tokens/s (total)", "Serving", SERVING_ARGS + [ESTIMATE],
-           examples=[(EXAMPLE, 8981.6), (EXAMPLE + (1, 10), 7333.9), (EXAMPLE + (1, "", "vllm"), 5081.7)], kind="rate")
+           examples=[(EXAMPLE, 8980.7), (EXAMPLE + (1, 10), 7333.9), (EXAMPLE + (1, "", "vllm"), 5058.4)], kind="rate")
 def serving_throughput(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
                        kv_precision, estimate):
     tokens_per_sec = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
@@ -51,7 +51,7 @@ def serving_throughput(model, gpu, precision, prompt_tokens, output_tokens, n_gp
 
 @worksheet("SERVING_BATCH", "Sequences SERVING_THROUGHPUT runs at once: the most whose KV cache fits under the "
            "engine's memory rules, capped by its batch limit and by max_tpot_ms.", "sequences", "Serving",
-           SERVING_ARGS, examples=[(EXAMPLE, 253), (EXAMPLE + (1, 10), 73)], kind="count")
+           SERVING_ARGS, examples=[(EXAMPLE, 251), (EXAMPLE + (1, 10), 73)], kind="count")
 def serving_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision):
     return _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
                   kv_precision).batch
@@ -63,7 +63,7 @@ def serving_batch(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, m
            "engine iteration in progress, which may carry other prompts, then its prefill in an iteration that "
            "also decodes the running batch and prefills the prompts that arrived with it.", "ms", "Serving",
            SERVING_ARGS + [Arg("part", "choice", "tpot or ttft", choices=("tpot", "ttft"), default="tpot")],
-           examples=[(EXAMPLE, 28.17), (EXAMPLE + (1, "", "", "", "ttft"), 83.01)], kind="time")
+           examples=[(EXAMPLE, 27.95), (EXAMPLE + (1, "", "", "", "ttft"), 82.68)], kind="time")
 def serving_latency_ms(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
                        kv_precision, part):
     point = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision)
@@ -92,7 +92,7 @@ PERCENTILE = Arg("percentile", "number", "The percentile the TTFT and latency ta
             Arg("part", "choice", "What to return", choices=TRAFFIC_PARTS, default="gpus"), ESTIMATE, SPARE,
             MAX_LATENCY, PERCENTILE],
            examples=[(("Llama 3.1 8B", "H100", 1000, 1024, 256, 50, "", "fp8"), 2),
-                     (("Llama 3.3 70B", "H100", 1000, 2048, 512, 50), 24),
+                     (("Llama 3.3 70B", "H100", 1000, 2048, 512, 50), 28),
                      (("Llama 3.3 70B", "H100", 1000, 2048, 512, 50, "", "bf16", "", "", 0.2, "gpus_per_copy"), 4)], kind="count")
 def gpus_for_traffic(model, gpu, requests_per_minute, prompt_tokens, output_tokens, max_tpot_ms, max_ttft_ms,
                      precision, n_gpus, engine, headroom, part, estimate, spare, max_latency_s, percentile):
