@@ -1325,7 +1325,7 @@ def format_report(report: Report, worst: int = 5) -> str:
     lines.append(f"Constants chosen from rows: the training-efficiency table (udfs/data/{teff.FILE}: each steady "
                  f"share the median share that reproduces its rows under the step-time model, a whole run that x "
                  f"TRAINING_GOODPUT; out of sample, folds dealt by source); llama.cpp and MLC-LLM "
-                 f"achieved bandwidth, the fixed time per layer of gpt-fast (lent to vLLM V0) and vLLM V1, the "
+                 f"achieved bandwidth, the fixed time per layer of gpt-fast (lent to vLLM V0 and SGLang) and vLLM V1, the "
                  f"Intel Gaudi software's matrix share (udfs/data/engines.csv, "
                  f"column `fitted`; "
                  f"benchmarks/serving_accuracy.py lists the rule's values); the caching allocator's reserve in "

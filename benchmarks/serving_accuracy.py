@@ -486,9 +486,9 @@ FITTED = (
            "outside the graph in every layer"),
     Fitted("gpt-fast", "layer_overhead_us", 10.0, 0.0, 500.0,
            "gpt-fast batch-1 rows (Llama 2 7B and 70B on 1-8 A100s, bf16 and int8): the decode step is one CUDA graph, "
-           "so what a layer costs beyond its bytes is its kernels' own start, ramp and tail; vLLM V0, which replays "
-           "its decode step as one CUDA graph too, ships the same value (none of its rows chose it)",
-           lent=("vLLM V0", "vLLM V0 multi-step")),
+           "so what a layer costs beyond its bytes is its kernels' own start, ramp and tail; vLLM V0 and SGLang, which "
+           "replay their decode step as one CUDA graph too, ship the same value (none of their rows chose it)",
+           lent=("vLLM V0", "vLLM V0 multi-step", "SGLang")),
     Fitted("vLLM V0", "sequence_overhead_us", 100.0, 0.0, 2000.0,
            "vLLM V0 fixed-batch and max-throughput rows (Oracle's 405B and vLLM issue #16300's QwQ-32B batches, AMD's "
            "MLPerf v4.1 stack): the CPU work per running sequence between steps (sampling, output processing, input "
