@@ -401,15 +401,16 @@ def routed(r: TrainingRow) -> bool:
     return r.moe and r.shape is not None and r.shape.routed_model is not None
 
 
-def efficiency_out_of_fold(rows: list[TrainingRow]):
+def efficiency_out_of_fold(rows: list[TrainingRow], one_each: bool = False):
     """For a source, the table chosen without its fold: the folds are dealt by source (benchmarks/folds.py
-    over the sources), so a row is never scored on a table any row of its own source helped choose."""
-    return folds.out_of_fold(rows, lambda r: r.source, efficiency_cells)
+    over the sources), so a row is never scored on a table any row of its own source helped choose; one_each:
+    without that source alone (leave one source out, no deal)."""
+    return folds.out_of_fold(rows, lambda r: r.source, efficiency_cells, one_each=one_each)
 
 
-def compare_training(found: list[TrainingRow]) -> list[Comparison]:
+def compare_training(found: list[TrainingRow], one_each: bool = False) -> list[Comparison]:
     out = []
-    held_out = efficiency_out_of_fold(found)
+    held_out = efficiency_out_of_fold(found, one_each)
     for r in found:
         config = Config(r.model, r.params, r.moe, r.gpu, r.precision, r.n_gpus)
         shape = r.shape or teff.shape_of(resolve.model(row_model(r)))
@@ -1053,7 +1054,21 @@ def run(directory: Path, training_read: tuple[list[TrainingRow], list[Skip]] | N
         more, left = compare(read_rows(directory, name))
         comparisons += more
         skipped += left
-    return Report(comparisons, skipped, constant_pools(directory, found), size_class_baseline(found, comparisons))
+    return Report(comparisons, skipped, constant_pools(directory, found),
+                  size_class_baseline(found, comparisons) + [leave_one_source_out(found)])
+
+
+TRAINING_METRICS = ("training_hours", "mfu", "scaling", "cluster_hours")
+
+
+def leave_one_source_out(found: list[TrainingRow]) -> str:
+    """The training metrics out of sample with each source held out alone (no fold deal, so no seed): a reference
+    beside the shipped 5-fold deal, whose figure moves when a new source re-deals the folds."""
+    scored = compare_training(found, one_each=True)
+    figures = [f"{m} {_pct(statistics.median(abs(c.error_out) for c in scored if c.metric == m))}"
+               for m in TRAINING_METRICS if any(c.metric == m for c in scored)]
+    return ("training, leaving one source out (no fold deal; the figures above use the shipped 5-fold deal): "
+            + ", ".join(figures))
 
 
 def constant_pools(directory: Path, found: list[TrainingRow]) -> list[tuple[str, int]]:

@@ -36,19 +36,20 @@ def describe(rows: int) -> str:
     return f"leave-one-out ({rows} rows)" if k == rows else f"{k}-fold ({rows} rows, seed {SEED})"
 
 
-def assign(refs: Iterable[str], seed: int = SEED) -> dict[str, int]:
-    """Each reference's fold (0..k-1), k from k_for(number of distinct references)."""
+def assign(refs: Iterable[str], seed: int = SEED, one_each: bool = False) -> dict[str, int]:
+    """Each reference's fold (0..k-1), k from k_for(number of distinct references); one_each: a fold per
+    reference (leave one out whatever the count: no deal)."""
     ordered = sorted(set(refs), key=lambda r: hashlib.sha256(f"{seed}:{r}".encode()).hexdigest())
-    k = k_for(len(ordered))
+    k = len(ordered) if one_each else k_for(len(ordered))
     return {ref: i % k for i, ref in enumerate(ordered)}
 
 
 def out_of_fold(pool: Sequence[T], ref: Callable[[T], str], choose: Callable[[list[T]], V],
-                seed: int = SEED) -> Callable[[str], V]:
+                seed: int = SEED, one_each: bool = False) -> Callable[[str], V]:
     """A function giving, for a row reference, the constant `choose` picks from the pool without
     that row's fold (from the whole pool for a reference outside it). Each fold's value is chosen
     once."""
-    folds = assign((ref(p) for p in pool), seed)
+    folds = assign((ref(p) for p in pool), seed, one_each)
     cache: dict[int | None, V] = {}
 
     def value(row: str) -> V:

@@ -83,9 +83,11 @@ def test_measured_rows_are_put_on_the_6n_basis():
         accuracy.six_n_mfu(0.5, "hfu", row, shape, 6.66e9)
 
 
-def test_a_source_is_scored_on_a_table_chosen_without_it(rows):
-    """The folds are dealt by source: the table a source's rows are scored on holds no row of that source."""
-    held_out = accuracy.efficiency_out_of_fold(rows)
+@pytest.mark.parametrize("one_each", [False, True])
+def test_a_source_is_scored_on_a_table_chosen_without_it(rows, one_each):
+    """The folds are dealt by source: the table a source's rows are scored on holds no row of that source (dealt
+    into 5 folds, or each source held out alone)."""
+    held_out = accuracy.efficiency_out_of_fold(rows, one_each)
     for source in {r.source for r in rows}:
         refs = {r.ref for r in rows if r.source == source}
         cited = {part.split(" ", 1)[0] for c in held_out(source) for part in c.source.split("; ")}
@@ -100,6 +102,22 @@ def test_a_source_is_scored_on_a_table_chosen_without_it(rows):
 def test_out_of_sample_steady_mfu_within_issue_20s_target(report):
     # issue 20's target for training throughput (steady MFU, 6·N basis): <= 10% out of sample.
     assert len(report.of("mfu")) >= 40 and report.median_ape("mfu", True) <= 0.10
+
+
+def test_leaving_one_source_out_holds_every_other_source_and_the_docs_cite_it(rows, report):
+    """Leave one source out (no deal): each source's table is chosen from every other source's rows, and the
+    targets table quotes the report's figures for steady MFU and MFU at the GPU count."""
+    held_out = accuracy.efficiency_out_of_fold(rows, one_each=True)
+    steady_sources = {r.source for r in rows if r.mfu and not accuracy.routed(r)}
+    source = next(iter(sorted(steady_sources)))
+    cited = {part.split(" ", 1)[0] for c in held_out(source) for part in c.source.split("; ")}
+    others = {r.ref for r in rows if r.mfu and not accuracy.routed(r) and r.source != source}
+    assert cited == others
+    line = next(b for b in report.baselines if b.startswith("training, leaving one source out"))
+    figures = dict(part.rsplit(" ", 1) for part in line.split(": ", 1)[1].split(", "))
+    table = " ".join((accuracy.HERE.parent / "docs" / "accuracy.md").read_text(encoding="utf-8").split())
+    assert f"leaving one source out (no deal) {figures['mfu']}" in table
+    assert f"leaving one source out {figures['scaling']}" in table
 
 
 def test_out_of_sample_whole_run_gpu_hours_within_issue_20s_target(report):
