@@ -127,3 +127,34 @@ def test_a_short_jobs_time_is_in_hours():
     low, high = (row["days"] * 24 * row[k] / row["cost"] for k in ("cost_low", "cost_high"))
     assert f": {row['days'] * 24:,.1f} hours, " in text and f"it takes {low:,.1f} to {high:,.1f} hours" in text
     assert " days" not in text.split("; beside it")[0]
+
+
+def test_a_services_latency_target_at_the_bands_slow_end():
+    """A service is sized to the largest batch that holds its p95 target at the estimate, so it holds no margin:
+    where the estimate is too fast by its regime's P90 error each step takes (1 + P90) longer at the same batch,
+    and the whole request at least that much. The summary and the report say when that passes the target."""
+    from udfs.planning import picker
+    args = ("serve", "Llama 3.1 8B", "bf16", "cost", "", "", 6250, "", "auto", 0, "summary", 1000, 300, "",
+            "datacenter", "", "", "", 1, 10)
+    text = udfs.call("GPU_RECOMMEND", *args)
+    best = picker.recommend("serve", "Llama 3.1 8B", "bf16", tokens_or_traffic=6250, prompt_tokens=1000,
+                            output_tokens=300, max_latency_s=10)
+    band = re.search(r"P90 ([+-]\d+)%", best.evidence.text())
+    slow = best.latency_p95_s * (1 + best.evidence.high_error)
+    assert abs(best.evidence.high_error * 100 - int(band.group(1))) <= 0.5
+    assert best.latency_p95_s <= 10 < slow
+    assert (f"at the band's slow end a request takes {slow:,.1f} s or more: the 10 s p95 holds only at the "
+            f"estimate ({best.latency_p95_s:,.1f} s)") in text
+    assert "slow end a request" not in udfs.call("GPU_RECOMMEND", *args[:-1], "")     # no target: nothing to hold
+
+
+def test_the_reports_evidence_line_says_the_latency_target_has_no_margin():
+    from pathlib import Path
+    from udfs.planning import report_model, scenario
+    sc = scenario.load(Path(__file__).resolve().parents[1] / "examples" / "serve-70b.toml")
+    res = report_model.analyse(sc, sensitivity=False)
+    row = next(r for r in res.rows if r.rank == 1)
+    slow = row.latency_p95_s * (1 + row.evidence.high_error)
+    line = report_model.evidence_sentence(sc, row)
+    assert (slow > sc.p95_latency_s) == ("p95 holds only at the estimate" in line)
+    assert f"a request takes {slow:,.1f} s or more" in line or f"a request takes about {slow:,.1f} s," in line

@@ -575,6 +575,19 @@ def days_sentence(days: float | None, span: tuple[float, float] | None, deadline
     return text
 
 
+def latency_sentence(latency_s: float | None, ev: evidence.Evidence | None, target_s: float | None) -> str:
+    """A service sized to hold its p95 latency target at the estimate: the whole request at the band's slow end
+    (the estimate too fast by the regime's P90 error: each step that much longer, at the same batch and copies),
+    and whether the target holds there. A lower figure than the truth there: the wait for a slot grows too."""
+    if latency_s is None or ev is None or not target_s:
+        return ""
+    slow = latency_s * (1 + ev.high_error)
+    if slow <= target_s * (1 + 1e-9):
+        return f"; at the band's slow end a request takes about {slow:,.1f} s, within the {target_s:g} s target"
+    return (f"; at the band's slow end a request takes {slow:,.1f} s or more: the {target_s:g} s p95 holds only at "
+            f"the estimate ({latency_s:,.1f} s)")
+
+
 def duration(days: float, scale: float | None = None) -> str:
     """A job's time as a reader takes it in: days, or hours under two days (a fine-tune of a few hours is not
     "0.1 days"); `scale` picks the unit for the bare low end of a range ("2.1 to 2.9 hours")."""
@@ -583,11 +596,13 @@ def duration(days: float, scale: float | None = None) -> str:
     return f"{days:,.1f}" + ("" if scale is not None else " days")
 
 
-def summary(best: Option, traffic: float | None = None, deadline_days: float | None = None) -> str:
+def summary(best: Option, traffic: float | None = None, deadline_days: float | None = None,
+            max_latency_s: float | None = None) -> str:
     """What GPU_RECOMMEND says of the winner, so a reader can check and forward it: the count and its
     price basis, what the count is (serving: copies, GPUs a copy, spares, the load it is sized for;
     training: days and GPU-hours), the cost with its range over the regime's measured error and the
-    measured rows behind it (a job: its days over that band, and whether the deadline holds at its slow end),
+    measured rows behind it (a job: its days over that band, and whether the deadline holds at its slow end; a
+    service with a latency target: whether it holds there),
     and the cash (up front, a month). A service sized with no traffic is one copy and its spare, priced with
     the copies busy (as GPU_RANK prices it): the text says so."""
     serving = best.gpus_per_copy is not None
@@ -602,6 +617,8 @@ def summary(best: Option, traffic: float | None = None, deadline_days: float | N
     if not serving:
         text += days_sentence(best.days, best.speed_range, deadline_days)
     text += _cash_text(best)
+    if serving:
+        text += latency_sentence(best.latency_p95_s, best.evidence, max_latency_s)
     if serving and not traffic:
         text += "; no tokens_or_traffic given: sized for one copy's load, give your output tokens/s to size for yours"
     return text

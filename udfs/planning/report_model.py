@@ -266,8 +266,9 @@ def evidence_sentence(sc: Scenario, r: Row) -> str:
     span, per = r.cost_range, "a month" if r.capacity_tps is not None else "for the job"
     cost = "" if span is None else \
         f" Over that band its cost is {sc.currency.text(span[0])} to {sc.currency.text(span[1])} {per}"
+    slow = picker.latency_sentence(r.latency_p95_s, r.evidence, sc.p95_latency_s) if sc.serving else ""
     return f"Evidence: {r.evidence.text()}.{cost}{picker.days_sentence(r.days, r.days_range, sc.deadline_days)}" + \
-        ("." if cost else "")
+        slow + ("." if cost or slow else "")
 
 
 def _why_unverified(sc: Scenario, r: Row, best: Row | None) -> str:

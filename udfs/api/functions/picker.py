@@ -86,7 +86,8 @@ def _verdict(o: picker.Option) -> str:
            "names beside it a better option nothing has measured, and the figure that would verify it. "
            "part = summary (the count and its price; what the count is: copies of how many GPUs, spares and the "
            "load, or days and GPU-hours; the cost with its low-high range over its regime's measured error and the "
-           "measured rows, and a job's days over that range against the deadline; the cash up front and a month), "
+           "measured rows, and a job's days (a service's latency) over that range against the deadline (the latency "
+           "target); the cash up front and a month), "
            "gpu or count.", "text", "Picker",
            ARGS + [Arg("part", "choice", "What to return", choices=("summary", "gpu", "count"), default="summary")]
            + SERVING_SHAPE + [TIERS] + BUDGETS + [INCLUDE_UNVERIFIED, SPARE, MAX_LATENCY],
@@ -107,7 +108,8 @@ def gpu_recommend(part, **kw):
         return best.count
     serving = kw["workload"] == "serve"
     text = picker.summary(best, kw["tokens_or_traffic"] or None if serving else None,
-                          None if serving else kw["deadline_days"] or defaults.DEADLINE_DAYS)
+                          None if serving else kw["deadline_days"] or defaults.DEADLINE_DAYS,
+                          kw["max_latency_s"] or None)
     if not best.verified:
         text += f"; unverified: no measurement in its regime; to verify it, {best.to_verify}"
     other = picker.best_unverified_of(options)
