@@ -6,7 +6,8 @@ A developer tool, like benchmarks/serving_accuracy.py (whose rows it reads). For
 tensor parallel at a stated load (time to first token at a request rate or concurrency) and every tensor-parallel
 batch-1 decode row, it prints the model's decode step (capacity.decode_step) split into what it is made of:
 
-  weights   the larger of streaming the GPU's share of the weights and the products' compute (GEMMs split N/TP)
+  weights   the larger of streaming the GPU's share of the dense weights and the products' compute (GEMMs split
+            N/TP); moe: a MoE model's routed experts and routing on top (udfs/physics/moe.py)
   KV        the larger of reading the KV cache and attention's compute
   all-reduce 2 per layer of tokens x hidden x 2 bytes (collectives.all_reduce_s): its latency part and its bytes part
   fixed     the engine's time per step and per layer (kernel launches, CUDA-graph replay) and CPU time per sequence
@@ -79,17 +80,20 @@ def parts(case: sa.Case, batch: float) -> dict[str, float]:
         ring, one = collectives.engine_all_reduce_lines(collectives.link_class(g, tp), tp)
         size = batch * m.dim("hidden") * 2
         latency = m.dim("layers") * 2 * min((ring, *([one] if one else [])), key=lambda line: line[0] + line[1] * size)[0]
+    experts = step.weights - max(stream, compute)       # a MoE model's routed experts and routing (moe.py)
     return {"total": step.total * 1e3, "stream": stream * 1e3, "gemm": compute * 1e3, "weights": step.weights * 1e3,
+            "experts": experts * 1e3,
             "kv": step.attention * 1e3, "ar": step.allreduce * 1e3, "ar_lat": latency * 1e3,
             "fixed": step.overhead * 1e3}
 
 
 def _row(label: str, batch: float, p: dict[str, float], implied: str) -> str:
-    return (f"{label:<58} {batch:6.1f} {p['total']:7.2f} {p['stream']:6.2f} {p['gemm']:6.2f} {p['kv']:5.2f} "
+    return (f"{label:<58} {batch:6.1f} {p['total']:7.2f} {p['stream']:6.2f} {p['gemm']:6.2f} {p['experts']:6.2f} "
+            f"{p['kv']:5.2f} "
             f"{p['ar']:5.2f} ({p['ar_lat']:4.2f}) {p['fixed']:6.2f}   {implied}")
 
 
-HEADER = (f"{'row':<58} {'batch':>6} {'step':>7} {'wts':>6} {'gemm':>6} {'kv':>5} {'a-r':>5} {'(lat)':>6} "
+HEADER = (f"{'row':<58} {'batch':>6} {'step':>7} {'wts':>6} {'gemm':>6} {'moe':>6} {'kv':>5} {'a-r':>5} {'(lat)':>6} "
           f"{'fixed':>6}   measured (ms)")
 
 

@@ -35,8 +35,20 @@ def test_parts_make_up_the_step(cases):
         for batch in (1, 32, 256):
             p = tpd.parts(c, batch)
             assert p["weights"] == pytest.approx(max(p["stream"], p["gemm"]), rel=1e-9), c.ref
+            assert p["experts"] == pytest.approx(0, abs=1e-9), c.ref
             assert p["weights"] + p["kv"] + p["ar"] + p["fixed"] == pytest.approx(p["total"], rel=1e-9), c.ref
             assert 0 < p["ar_lat"] <= p["ar"], c.ref
+
+
+def test_a_moe_step_shows_its_experts(cases):
+    """A MoE model's routed experts sit on top of the dense weights' part, and the parts still make up the step."""
+    moe = [c for c in cases if c.model.is_moe and c.n_gpus > 1 and c.engine.multi_gpu == "tensor" and not c.engine.dp_attention
+           and c.metric in ("decode_b1", "prefill", "fixed_batch")]
+    assert moe
+    for c in moe[:5]:
+        p = tpd.parts(c, 8)
+        assert p["experts"] > 0, c.ref
+        assert max(p["stream"], p["gemm"]) + p["experts"] + p["kv"] + p["ar"] + p["fixed"] == pytest.approx(p["total"]), c.ref
 
 
 def test_all_reduce_grows_with_the_tokens(cases):
