@@ -96,3 +96,21 @@ def test_cloud_rows_are_identified_by_provider_instance_region_pricing_status_da
 
 def test_cell_text_writes_like_the_catalog():
     assert [pc.cell_text(v) for v in (None, True, 8.0, 3.35, ("a", "b"), 7)] == ["", "TRUE", "8", "3.35", "a;b", "7"]
+
+
+def test_a_private_memory_figure_drops_the_packaged_usable_memory(tmp_path, monkeypatch):
+    """A private row that restates a catalog GPU's memory without its usable memory is budgeted on the memory it
+    gives (the packaged usable_gib belonged to the packaged figure)."""
+    from udfs.catalogs import catalog
+    folder = tmp_path / "cat"
+    folder.mkdir()
+    (folder / "gpus.csv").write_text("name,memory_gb\nH100 SXM 80GB,64\n", encoding="utf-8")
+    monkeypatch.setenv("FLOPSHEET_CATALOG", str(folder))
+    catalog.reload()
+    try:
+        gpu = catalog.gpu("H100")
+        assert (gpu.memory_gb, gpu.usable_gib, gpu.memory_gib) == (64, None, 64)
+    finally:
+        monkeypatch.delenv("FLOPSHEET_CATALOG")
+        catalog.reload()
+    assert catalog.gpu("H100").memory_gib == catalog.gpu("H100").usable_gib < 80

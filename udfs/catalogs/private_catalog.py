@@ -317,6 +317,7 @@ def merge(table: str, packaged: list[dict], columns: dict[str, str],
             if found_ident is not None:
                 old, _ = merged[found_ident]
                 given = {c: v for c, v in row.items() if v and c not in IDENTITY.get(table, ("name",))}
+                given.update(_stale_with(table, given))
                 put({**old, **given}, origin, found_ident)
                 continue
             full = {c: "" for c in columns}
@@ -326,6 +327,14 @@ def merge(table: str, packaged: list[dict], columns: dict[str, str],
                          for h in REQUIRED.get(table, ()) if not full.get(h)]
             put(full, origin, identity(table, row))
     return list(merged.values()), problems
+
+
+def _stale_with(table: str, given: dict) -> dict:
+    """Cells a private row's figures make stale: a GPU whose memory_gb is overridden without usable_gib no longer
+    has the packaged usable memory (its budgets then read the given memory as GiB)."""
+    if table == "gpus.csv" and "memory_gb" in given and "usable_gib" not in given:
+        return {"usable_gib": "", "usable_source": "usable memory unmeasured: memory_gb given in a private catalog"}
+    return {}
 
 
 def _label(table: str, row: dict) -> str:
