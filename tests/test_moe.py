@@ -7,6 +7,7 @@ import pytest
 
 import udfs
 from udfs.catalogs import catalog, resolve
+from udfs.errors import FlopsheetError
 from udfs.physics import calibration as cal
 from udfs.physics import capacity, collectives, moe, serving
 
@@ -317,3 +318,17 @@ def test_a_private_engine_row_can_line_up_its_attention_dp_ranks(tmp_path):
     eng = _build(engines.Engine, {**packaged, **rows[0][0]})
     assert eng.dp_balance and eng.dp_attention
     assert not engines.engine("TensorRT-LLM").dp_balance
+
+
+def test_busiest_rank_prompts_returns_at_large_and_bad_counts():
+    """exp(-800) underflows to 0, which once left the tail sum looping for ever. By hand: the mean largest of 8
+    normals is 1.4236 deviations above the mean, so 8 ranks admitting 800 (deviation 28.28) give about 840.3 and
+    1e6 (deviation 1,000) about 1,001,424 (Poisson's skew moves these by under 1); two ranks at 1 give
+    sum_k 1 - F(k)^2 = 0.86466 + 0.45866 + 0.15415 + 0.03762 + 0.00731 + 0.00119 + 0.00017 + ... = 1.52378.
+    NaN or infinite counts are #NUM!."""
+    assert moe.busiest_rank_prompts(8, 800) == pytest.approx(800 + 1.4236 * 800 ** 0.5, abs=1)
+    assert moe.busiest_rank_prompts(8, 1e6) == pytest.approx(1e6 + 1.4236 * 1000, abs=1)
+    assert moe.busiest_rank_prompts(2, 1) == pytest.approx(1.52378, abs=2e-5)
+    for bad in (math.nan, math.inf):
+        with pytest.raises(FlopsheetError, match="#NUM!"):
+            moe.busiest_rank_prompts(8, bad)

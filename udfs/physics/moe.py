@@ -32,7 +32,7 @@ import math
 from . import calibration as cal
 from . import arch, collectives
 from ..catalogs.catalog import Model, Precision, as_precision
-from ..errors import value_error
+from ..errors import num_error, value_error
 
 ATTENTION_LAYOUTS = ("tp", "replicated")
 
@@ -124,18 +124,25 @@ def busiest_rank_prompts(ranks: int, per_rank: float) -> float:
     running answers ends (one for one, at steady state), and the superposition of many independent sparse
     streams is Poisson (Palm-Khintchine); ranks admit independently unless the engine lines their prefills
     up (Engine.dp_balance). `per_rank` itself for one rank."""
+    if not (math.isfinite(per_rank) and math.isfinite(ranks)):
+        raise num_error(f"prompts a rank admits a step must be finite, got {per_rank!r} over {ranks!r} ranks")
     if ranks <= 1 or per_rank <= 0:
         return max(per_rank, 0.0)
-    total, k, p = 0.0, 0, math.exp(-per_rank)
-    cdf = p
-    while True:
-        term = 1 - cdf ** ranks
-        total += term
-        if term < 1e-12:
-            return total
-        k += 1
-        p *= per_rank / k
+    # Each term's Poisson probability in log space (exp(-per_rank) underflows past ~745). Below the mean less
+    # 30 standard deviations F(k) < e^-450, so those terms are 1 each; the sum ends within 60 deviations above.
+    spread = math.sqrt(per_rank)
+    start = max(0, math.floor(per_rank - 30 * spread))
+    total, cdf, log_rate = float(start), 0.0, math.log(per_rank)
+    for k in range(start, math.ceil(per_rank + 60 * spread) + 100):
+        p = math.exp(k * log_rate - per_rank - math.lgamma(k + 1))
         cdf += p
+        total += 1 - min(cdf, 1.0) ** ranks
+        # The terms left, each 1 - F(j)^ranks <= ranks x P(X > j), sum past the mean to at most
+        # ranks x p x ((k+1)/(k+1-per_rank))^2 (geometric, ratio per_rank/(k+1)): stop on that bound, not on
+        # the summed CDF, whose rounding at large per_rank never comes within 1e-12 of 1
+        if k > per_rank and ranks * p * ((k + 1) / (k + 1 - per_rank)) ** 2 < 1e-12:
+            return total
+    raise num_error(f"the busiest of {ranks} ranks admitting {per_rank:g} prompts a step did not converge")
 
 
 def expert_parallel_weight_bytes(model: Model, precision: Precision | str, n_gpus: int,
