@@ -510,17 +510,18 @@ def marlin_padding_gib(model: Model, precision: Precision | str, n_gpus: int) ->
     """GiB per GPU vLLM's Marlin MoE kernel adds to MXFP4 expert weights (the weight-only FP4 path on a GPU without
     FP4 units: vLLM's default on Hopper up to 0.10.1, before its Triton backend): Marlin needs each expert matrix's
     output width a multiple of 256 and input width a multiple of 128, so vLLM pads the hidden size up to a multiple
-    of 256 and the expert FFN width to a multiple of 128 (vllm/model_executor/layers/quantization/mxfp4.py,
-    Mxfp4MoEMethod.create_weights, the Marlin branch) and stores the padded gate, up and down matrices at the
-    format's bits. 0 for other formats and dense models. gpt-oss-120b (2,880 both ways -> 3,072 x 2,944): 5.1 GiB
-    on one GPU, 60.7 -> 65.8 where vLLM 0.10.1 logs 65.97."""
+    of 256 and each tensor-parallel shard's expert width (intermediate_size_per_partition, the FFN width / n) to a
+    multiple of 128 (vllm/model_executor/layers/quantization/mxfp4.py, Mxfp4MoEMethod.create_weights, the Marlin
+    branch) and stores the padded gate, up and down matrices at the format's bits (w13 is 2 x the shard width: the
+    experts are gated). 0 for other formats and dense models. gpt-oss-120b (2,880 both ways -> 3,072 x 2,944): 5.1
+    GiB on one GPU, 60.7 -> 65.8 where vLLM 0.10.1 logs 65.97; on 2 GPUs each shard's 1,440 -> 1,536, 3.9 GiB each."""
     row = as_precision(precision)
     if not model.is_moe or row.name != "mxfp4":
         return 0.0
-    hidden, ffn = model.dim("hidden"), model.dim("ffn")
-    grown = math.ceil(hidden / 256) * 256 * math.ceil(ffn / 128) * 128 - hidden * ffn
+    hidden, shard = model.dim("hidden"), model.dim("ffn") / n_gpus
+    grown = math.ceil(hidden / 256) * 256 * math.ceil(shard / 128) * 128 - hidden * shard
     matrices = 3 * grown * (model.n_experts or 0) * (model.moe_layers or model.dim("layers"))
-    return matrices * row.bits_per_param / 8 / n_gpus / GIB
+    return matrices * row.bits_per_param / 8 / GIB
 
 
 def ffn_width(model: Model) -> float:
