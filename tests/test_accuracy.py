@@ -391,6 +391,18 @@ def test_a_numeric_kv_capacity_row_the_estimate_refuses_is_an_error_not_a_zero_b
     assert fit.metric == "fit" and fit.measured is False and fit.estimate is False
 
 
+def test_no_fit_message_counts_the_kernel_padding():
+    """When a stated kernel's padding is what stops the weights fitting, the #NUM! message counts it: gpt-oss-120b's
+    checkpoint is 60.71 GiB and Marlin adds 5.13 on one GPU (test below), so the weights are 65.8 GiB, not 60.7."""
+    from udfs.catalogs import engines, resolve
+    from udfs.errors import FlopsheetError
+    from udfs.physics import capacity
+    model, gpu = resolve.model("gpt-oss-120b"), resolve.gpu("H100")
+    padding = capacity.marlin_padding_gib(model, "mxfp4", 1)
+    with pytest.raises(FlopsheetError, match=r"65\.8 GiB weights"):
+        capacity.kv_budget_gib(model, gpu, "mxfp4", 1, engines.engine("vLLM", gpu), padding)
+
+
 def test_marlin_pads_mxfp4_experts_by_hand():
     """vLLM's Marlin MoE path pads gpt-oss-120b's experts (hidden 2,880 -> 3,072, a multiple of 256; expert width
     2,880 -> 2,944, a multiple of 128): 128 experts x 36 layers x 3 matrices (gate, up, down) x (3,072 x 2,944 -

@@ -581,10 +581,11 @@ def gib_text(gib: float) -> str:
 
 
 def no_fit(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine, kv_gib: float = 0.0,
-           what: str = "") -> NoFit:
-    """#NUM! saying by how much a deployment does not fit: what it needs per GPU (weights, the
-    engine's reserve, the KV cache asked for) against what the engine's memory rule leaves usable."""
-    weights, reserve = _weights_gib(model, precision, n_gpus, eng), engine_reserve_gib(model, gpu, n_gpus, eng)
+           what: str = "", padding_gib: float = 0.0) -> NoFit:
+    """#NUM! saying by how much a deployment does not fit: what it needs per GPU (weights, with any padding a stated
+    kernel adds, the engine's reserve, the KV cache asked for) against what the engine's memory rule leaves usable."""
+    weights = _weights_gib(model, precision, n_gpus, eng) + padding_gib
+    reserve = engine_reserve_gib(model, gpu, n_gpus, eng)
     fixed = weights + reserve
     usable = usable_gib(gpu, eng, fixed)
     kv = f" + {gib_text(kv_gib)} KV cache{f' ({what})' if what else ''}" if kv_gib else ""
@@ -601,7 +602,7 @@ def kv_budget_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: in
     fixed = _fixed_gib(model, gpu, precision, n_gpus, eng) + padding_gib
     left = usable_gib(gpu, eng, fixed) - fixed
     if left <= 0:
-        raise no_fit(model, gpu, precision, n_gpus, eng)
+        raise no_fit(model, gpu, precision, n_gpus, eng, padding_gib=padding_gib)
     return left
 
 
@@ -654,7 +655,8 @@ def _rank_prompt_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: 
     return products * prompt_tokens + attention_flops(model, prompt_tokens) / _attention_rate(gpu)
 
 
-def _prefill_per_step_s(model, gpu, precision, prompt, output, n_gpus, eng, batch) -> float:
+def _prefill_per_step_s(model: Model, gpu: Gpu, precision: Precision, prompt: float, output: float, n_gpus: int,
+                        eng: Engine, batch: float) -> float:
     """Prefill time one decode step carries at steady state: batch / output prompts a step (one for each answer
     that ends), each paying prefill_compute_s. With data-parallel attention each MoE layer's exchange waits for the
     slowest rank, so a step also waits while the busiest rank prefills its own prompts' rank-bound part
