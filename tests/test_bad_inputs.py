@@ -140,6 +140,10 @@ def test_headroom_larger_than_gpu():
     with pytest.raises(FlopsheetError) as info:
         udfs.call("GPUS_NEEDED", 100, 4, 5)
     assert info.value.code == "#NUM!"
+    # the GPU's figure is the GiB CUDA reports (RTX 4090: 23.64 GiB), and the message says GiB
+    with pytest.raises(FlopsheetError) as info:
+        udfs.call("GPUS_NEEDED", 30, "RTX 4090", 23.7)
+    assert "(23.64 GiB)" in info.value.message
 
 
 @pytest.mark.parametrize("value", [1e-300, 1e300])

@@ -103,3 +103,14 @@ def test_every_memory_budget_reads_the_usable_memory():
     need = (l40s.usable_gib - 2) * 2 + (l40s.memory_gb - l40s.usable_gib) / 2
     assert udfs.call("GPUS_NEEDED", need, "L40S", 2) == 3
     assert udfs.call("GPUS_NEEDED", need, l40s.memory_gb, 2) == 2
+
+
+def test_compare_fit_reads_model_gb_against_cuda_gib():
+    # A model file's size is decimal GB; a GPU's usable memory is GiB. RTX 4090: 23.64 GiB reported.
+    # 23.7 GB = 23.7e9 / 2^30 = 22.07 GiB fits: 1.008 TB/s x 0.7 / 23.7 GB = 29.77 tokens/s.
+    # 25.5 GB = 23.75 GiB does not (blank).
+    from udfs.api.functions.catalogs import compare_row
+    rtx = catalog.gpu("RTX 4090")
+    assert rtx.memory_gib == 23.64
+    assert compare_row(rtx, 23.7)[11] == pytest.approx(29.77, abs=0.01)
+    assert compare_row(rtx, 25.5)[11] is None

@@ -50,10 +50,12 @@ def model_memory_estimate(n_params: float, precision: Precision | str = "bf16", 
 
 
 def gpus_needed(memory_gb: float, capacity_gb: float = 80.0, headroom_gb: float = 5.0) -> int:
-    """GPUs to hold `memory_gb`, leaving `headroom_gb` free on each (lesson: 80 - 5 = 75)."""
+    """GPUs to hold `memory_gb`, leaving `headroom_gb` free on each (lesson: 80 - 5 = 75). All three figures are the
+    lesson's "GB of GPU memory", which is GiB (model_memory_estimate divides by GIB; a GPU's usable memory is the
+    GiB CUDA reports), so no conversion here: the lesson's worked examples stay exact."""
     usable = capacity_gb - headroom_gb
     if usable <= 0:
-        raise num_error(f"headroom_gb ({headroom_gb:g}) must be less than the GPU's memory ({capacity_gb:g} GB)")
+        raise num_error(f"headroom_gb ({headroom_gb:g}) must be less than the GPU's memory ({capacity_gb:g} GiB)")
     return max(1, math.ceil(memory_gb / usable))
 
 

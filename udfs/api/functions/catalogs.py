@@ -10,6 +10,7 @@ from ...errors import na_error, quote, value_error
 from ...catalogs.names import key
 from ..registry import Arg, worksheet
 from ..table import Table
+from ...units import GB, GIB
 from .common import GPU, MODEL, PRICE_SET, PRICING
 
 # The lesson's comparison set (its GPU comparison table), in its order.
@@ -90,7 +91,7 @@ def compare_row(g: catalog.Gpu, model_size_gb: float = 14.0, efficiency: float =
     usd = catalog.gpu_price(g, price)
     price_k = usd / 1000 if usd else None
     bw = g.bandwidth_tbs
-    fits = g.memory_gib >= model_size_gb           # what CUDA reports, not the nameplate
+    fits = g.memory_gib * GIB >= model_size_gb * GB  # CUDA's GiB against the model's decimal GB
     return [g.name, g.tier, g.memory_gb, g.bf16_tflops, g.fp8_tflops, bw, g.interconnect_gbs, g.tdp_w, usd,
             bw * 1000 / price_k if (bw and price_k) else None,
             g.bf16_tflops / price_k if (g.bf16_tflops and price_k) else None,
