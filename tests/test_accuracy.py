@@ -327,6 +327,26 @@ TABLE_FIGURES = [
 ]
 
 
+# The MoE cells of docs/accuracy.md's regime table ("Out of sample, median absolute error"), as the report's
+# cited groups find them.
+REGIME_FIGURES = [
+    ("MoE, steady throughput", "| {rows} | {out:.1%}: Mixtral"),
+    ("MoE, steady, Mixtral 8x7B", ": Mixtral {out:.1%}, DeepSeek-R1"),
+    ("MoE, steady throughput, DeepSeek-R1", "DeepSeek-R1 {out:.1%} ({least:+.0%} to {most:+.0%}), Qwen3"),
+    ("MoE, DeepSeek-R1 first token in flight", "| {rows} | {out:.1%}, every one too short ({least:+.1%} to {most:+.1%}) |"),
+]
+
+
+def test_the_regime_table_states_the_moe_figures_as_the_report_finds_them(report):
+    page = (ROOT / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    table = page.split("| regime | rows | out of sample |", 1)[1].split("\n\n", 1)[0]
+    cited = accuracy.cited_groups(report)
+    for name, words in REGIME_FIGURES:
+        g = accuracy.group_of(cited[name])
+        wanted = words.format(rows=g.rows, out=g.outside, least=g.least, most=g.most)
+        assert wanted in table, (name, wanted)
+
+
 def test_the_targets_table_states_each_figure_as_the_report_finds_it(report):
     """Every figure the targets table cites is the report's: the by-regime breakdown or the groups the report
     prints for the table; a change that moves one must update the table."""
