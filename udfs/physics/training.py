@@ -78,13 +78,9 @@ class ClusterRun:
 
 
 def cluster_mfu(gpu: Gpu, model: Model, precision: Precision | str, scope: str) -> training_efficiency.Efficiency:
-    """The compute MFU of a job whose cluster size is modelled (its all-reduce added by on_cluster): a whole
-    run (scope run) is the steady-state cell x TRAINING_GOODPUT (for_sized_cluster: the table's whole-run
-    cells already hold their thousands-of-GPUs clusters' losses); scope steady the steady-state cell."""
-    name = as_precision(precision).name
-    if scope == "run":
-        return training_efficiency.for_sized_cluster(gpu, model, name)
-    return training_efficiency.for_gpu(gpu, model, name, "steady")
+    """The compute MFU of a job whose cluster size is modelled (its all-reduce added by on_cluster): scope steady
+    the steady-state figure, scope run that x TRAINING_GOODPUT (training_efficiency.for_gpu)."""
+    return training_efficiency.for_gpu(gpu, model, as_precision(precision).name, scope)
 
 
 def on_cluster(model: Model, gpu: Gpu, tokens: float, n_gpus: int, precision: Precision | str = "bf16",

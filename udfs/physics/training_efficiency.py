@@ -66,6 +66,8 @@ from ..errors import na_error, value_error
 from ..units import TERA
 
 FILE = "training_efficiency.csv"
+# The scopes a caller asks for. The shipped table holds steady cells only: scope run is computed from them
+# (_run: steady x TRAINING_GOODPUT) and no code reads a run cell.
 SCOPES = ("run", "steady")
 ARCHITECTURES = ("dense", "MoE")
 # Size classes by active parameters (small runs, 1-13B; large, 30-70B; frontier, 175B and up): the cells of the
@@ -389,11 +391,3 @@ def for_gpu(gpu: Gpu, model: Model, precision: str = "bf16", scope: str = "run",
     """The one answer to "what efficiency for this GPU, precision and model" (TRAINING_MFU, the
     training functions with mfu blank, the picker and the report)."""
     return lookup(gpu, shape_of(model, seq_len), precision, model.is_moe, scope)
-
-
-def for_sized_cluster(gpu: Gpu, model: Model, precision: str = "bf16") -> Efficiency:
-    """A whole run on a cluster whose size the caller models itself (the picker: training.scale_out_efficiency
-    adds its all-reduce time): the steady-state MFU x TRAINING_GOODPUT, the whole-run figure (scope run)."""
-    steady = for_gpu(gpu, model, precision, "steady")
-    return Efficiency(steady.mfu * cal.TRAINING_GOODPUT, f"{steady.basis}; x TRAINING_GOODPUT "
-                      f"{cal.TRAINING_GOODPUT:g} (restarts, checkpointing, evaluation)", steady.measured)
