@@ -581,7 +581,7 @@ def latency_sentence(latency_s: float | None, ev: evidence.Evidence | None, targ
     and whether the target holds there. A lower figure than the truth there: the wait for a slot grows too."""
     if latency_s is None or ev is None or not target_s:
         return ""
-    slow = latency_s * (1 + ev.high_error)
+    slow = ev.value_range(latency_s, inverse=True)[1]     # a time is inverse to the throughput the band scores
     if slow <= target_s * (1 + 1e-9):
         return f"; at the band's slow end a request takes about {slow:,.1f} s, within the {target_s:g} s target"
     return (f"; at the band's slow end a request takes {slow:,.1f} s or more: the {target_s:g} s p95 holds only at "
