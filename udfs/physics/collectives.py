@@ -105,12 +105,10 @@ def engine_all_reduce_s(link: Link, n_gpus: int, size_bytes: float) -> float:
     (calibration ring_us set: NVLink), the faster of the one-shot kernel, every GPU reading each of its n-1 peers'
     whole buffers through its own links at the one-way rate (base latency + (n-1) x size / rate), and the ring at
     NCCL's latency (ring_us + 2(n-1)/n x size / bus bandwidth); elsewhere the ring (all_reduce_s)."""
-    ring_us = link.constants.ring_us
-    if n_gpus <= 1 or ring_us is None:
-        return all_reduce_s(link, n_gpus, size_bytes)
-    one_shot = link.constants.base_us * US + (n_gpus - 1) * size_bytes / (link.gbs / 2 * GBS)
-    ring = ring_us * US + 2 * (n_gpus - 1) / n_gpus * size_bytes / link.bus_bytes_per_s
-    return min(one_shot, ring)
+    if n_gpus <= 1:
+        return 0.0
+    ring, one_shot = engine_all_reduce_lines(link, n_gpus)
+    return min(latency + per_byte * size_bytes for latency, per_byte in (ring, one_shot or ring))
 
 
 def engine_all_reduce_lines(link: Link, n_gpus: int) -> tuple[tuple[float, float], tuple[float, float] | None]:
