@@ -109,6 +109,8 @@ class Case:
     rate: float | None = None  # requests/s of a time-to-first-token row measured at a stated load
     concurrency: float | None = None  # or the requests such a row keeps in flight (a closed loop)
     answer: float = 0.0        # that row's answer length (its requests stay in flight while they decode)
+    requests: float | None = None      # a closed-loop row's requests in all, the first `concurrency` sent at once
+    admission_steps: int | None = None  # decode steps between the engine's polls for new requests, as the row set it
     burst: int = 0            # requests sent at once (a "1000 prompts" benchmark run); 0: a steady state
     answer_cap: float | None = None   # a burst's longest answer allowed (_answer_cap); None: every answer the mean
 
@@ -242,9 +244,18 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
                                                  f"flight (Little's law)"]))
         if closed:
             note = "; ".join(filter(None, [note, f"{closed.group(1)} in flight, a closed loop: the rate that follows"]))
+        run = re.search(r"--num-prompts (\d+)", row["note"] or "") if closed else None
+        recv = re.search(r"--scheduler-recv-interval (\d+)", row["note"] or "") if closed else None
+        if run:
+            note = "; ".join(filter(None, [note, f"{run.group(1)} requests, the first {closed.group(1)} sent at once "
+                                                 f"(capacity.first_wave_s)"]))
+        if recv:
+            note = "; ".join(filter(None, [note, f"new requests taken every {recv.group(1)} decode steps"]))
         return Case("prefill", batch=1, prompt=prompt or 1, output=1, measured=value, unit="ms", note=note,
                     rate=float(load.group(1)) if load else None, answer=output or 0.0,
-                    concurrency=float(closed.group(1)) if closed else None, **common)
+                    concurrency=float(closed.group(1)) if closed else None,
+                    requests=float(run.group(1)) if run else None,
+                    admission_steps=int(recv.group(1)) if recv else None, **common)
     if "prefill" in metric_text or "prompt processing" in metric_text:
         return Case("prefill", batch=1, prompt=prompt or 1, output=1, measured=value, unit="tokens/s",
                     note=note, **common)
@@ -375,7 +386,8 @@ def estimate(case: Case, eng: engines.Engine) -> float:
     if case.metric == "prefill" and case.unit == "ms":
         if case.rate or case.concurrency:       # at a stated load: the prefill queue and the running decode
             return capacity.load_ttft(m, g, p, case.prompt, case.answer, n, eng, case.kv, case.rate,
-                                      case.concurrency).ttft_s * 1000
+                                      case.concurrency, admission_steps=case.admission_steps,
+                                      requests=case.requests).ttft_s * 1000
         return capacity.time_to_first_token_s(m, g, p, case.prompt, 1, n, eng) * 1000
     if case.metric == "prefill":
         return case.prompt / capacity.prefill_seconds(m, g, p, case.prompt, 1, n, eng)

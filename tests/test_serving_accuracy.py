@@ -420,6 +420,23 @@ def test_a_time_to_first_token_row_at_a_stated_concurrency_is_scored_as_a_closed
     assert alone < estimates[0] < estimates[1]
 
 
+def test_a_closed_loop_rows_run_and_recv_interval_are_read_from_its_note():
+    """A first-token row at a stated concurrency whose note gives the client's --num-prompts and the server's
+    --scheduler-recv-interval is scored as that run: its first `concurrency` requests sent at once (requests) and
+    new requests taken every k decode steps (admission_steps), both passed to capacity.load_ttft; a note without
+    them leaves both unset."""
+    row = _ttft_row("mean TTFT at concurrency 16 (closed loop)")
+    bare = acc.parse("synthetic.csv:2", row)
+    stated = acc.parse("synthetic.csv:2", {**row, "note": "SGLang --scheduler-recv-interval 30; --num-prompts 160"})
+    assert isinstance(bare, acc.Case) and isinstance(stated, acc.Case)
+    assert (bare.requests, bare.admission_steps) == (None, None)
+    assert (stated.requests, stated.admission_steps) == (160, 30)
+    load = capacity.load_ttft(stated.model, stated.gpu, stated.precision, 550, 150, 4, stated.engine, stated.kv,
+                              None, 16, admission_steps=30, requests=160)
+    assert acc.estimate(stated, stated.engine) == pytest.approx(load.ttft_s * 1000)
+    assert acc.estimate(stated, stated.engine) > acc.estimate(bare, bare.engine)
+
+
 def _in_flight_row(batch: str, metric: str, unit: str, value: str) -> dict[str, str]:
     """A synthetic closed-loop row (the shape of the SemiAnalysis InferenceX rows) with the given metric and unit."""
     return {"model": "DeepSeek-R1", "params_b": "671", "precision": "FP8", "gpu": "B200 180GB", "num_gpus": "8",

@@ -392,6 +392,42 @@ def test_first_token_at_a_load_grows_with_the_rate_and_one_client_finds_nothing_
     assert info.value.code == "#NUM!" and "no steady state" in info.value.message
 
 
+def test_a_closed_loop_polled_every_few_steps_waits_out_the_window_in_progress():
+    """An engine that polls for new requests once every k decode steps (SGLang's --scheduler-recv-interval) admits
+    an arrival only when the window of k steps in progress ends: load_ttft(..., admission_steps=k) takes the
+    iteration wait over k steps, so a closed loop's first token grows with k by at least (k - 1) / 2 iterations, and
+    a lone client (nothing decoding) is not affected."""
+    eng = engines.engine("sglang")
+    one, ten = (capacity.load_ttft(L8, H100, "bf16", 1024, 256, 1, eng, concurrency=16, admission_steps=k)
+                for k in (1, 10))
+    assert ten.ttft_s > one.ttft_s
+    # half the 9 extra steps, more as the longer wait lets more prompts join the request's own iteration
+    assert 4.5 * one.iteration_s <= ten.ttft_s - one.ttft_s <= 9 * one.iteration_s
+    lone = [capacity.load_ttft(L8, H100, "bf16", 1024, 256, 1, eng, concurrency=1, admission_steps=k).ttft_s
+            for k in (1, 10)]
+    assert lone[0] == lone[1]
+
+
+def test_a_benchmark_runs_first_wave_queues_for_the_prefill_and_weighs_in_its_mean():
+    """A closed-loop benchmark sends its first `concurrency` requests at once (InferenceX's benchmark_serving.py):
+    their prompts queue for the prefill in chunks of the token budget, so the wave's mean first token is the whole
+    wave's prefill x (n + 1) / 2n over n chunks: one client's is its lone prefill, a wave inside one chunk waits for
+    all of it, and a wave of many chunks between half and all of it. load_ttft(..., requests=R) weighs it c in R."""
+    eng = engines.engine("sglang")
+    p = catalog.as_precision("bf16")
+    lone = capacity.time_to_first_token_s(L8, H100, "bf16", 1024, 1, 1, eng)
+    assert capacity.first_wave_s(L8, H100, p, 1024, 1, 1, eng) == pytest.approx(lone)
+    whole = capacity.prefill_seconds(L8, H100, "bf16", 1024, 4, 1, eng)      # 4,096 tokens: one chunk of 8,192
+    assert capacity.first_wave_s(L8, H100, p, 1024, 4, 1, eng) == pytest.approx(whole)
+    many = capacity.prefill_seconds(L8, H100, "bf16", 1024, 64, 1, eng)      # 65,536 tokens: 8 chunks
+    assert many / 2 < capacity.first_wave_s(L8, H100, p, 1024, 64, 1, eng) < many
+    steady = capacity.load_ttft(L8, H100, "bf16", 1024, 256, 1, eng, concurrency=16)
+    run = capacity.load_ttft(L8, H100, "bf16", 1024, 256, 1, eng, concurrency=16, requests=160)
+    wave = capacity.first_wave_s(L8, H100, p, 1024, 16, 1, eng)
+    assert run.ttft_s == pytest.approx((16 * wave + 144 * steady.ttft_s) / 160)
+    assert (run.rate, run.running) == (steady.rate, steady.running)
+
+
 def test_a_short_prefill_pays_its_products_and_the_weights_read_added():
     """A 128-token prompt puts the products near the ridge point: the prefill pays the products' compute
     and one read of the weights added (neither roof is reached), plus the fixed time; a 16k-token one is

@@ -315,7 +315,8 @@ def _read_bytes(model: Model, precision: Precision, n_gpus: int, eng: Engine, sp
 
 
 def _first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, batch: float, n_gpus: int,
-                   eng: Engine, step: Step | None, running: float, rate: float = 0.0, load: str = "") -> float:
+                   eng: Engine, step: Step | None, running: float, rate: float = 0.0, load: str = "",
+                   admission_steps: int | None = None) -> float:
     """Time to the first token of `batch` prompts: the prefill, whose last position gives the first token (no
     decode step of its own). With `running` sequences decoding, the request first waits out the iteration in
     progress, and the iteration that prefills it also decodes them: their step beyond what the prefill already
@@ -323,7 +324,8 @@ def _first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: 
     iteration in progress may carry other prompts, and those arriving in it join the request's own iteration
     (queueing.iteration_wait_s); with nothing decoding, the prompts queue for the GPU one after another
     (queueing.prefill_wait_s). An engine that runs several decode steps per scheduler call (vLLM V0's
-    multi-step scheduling) admits the request only when the window of steps in progress ends. Below one
+    multi-step scheduling; SGLang polling for new requests once every `admission_steps` decode steps, its
+    --scheduler-recv-interval) admits the request only when the window of steps in progress ends. Below one
     running the two are weighted by the share of time something decodes, which an arrival sees (PASTA):
     `running`, the mean number decoding, is that share when they seldom overlap, so the answer is continuous
     where the mean crosses one. `load` names the load as the caller gave it, for the #NUM! message."""
@@ -333,18 +335,20 @@ def _first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: 
     idle = _finite(queueing.prefill_wait_s(rate, prefill), load) + prefill if share < 1 else 0.0
     if share <= 0 or step is None:
         return idle
-    busy = _busy_first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng, step, rate, load, prefill)
+    busy = _busy_first_token_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng, step, rate, load, prefill,
+                               admission_steps or eng.admission_steps)
     return share * busy + (1 - share) * idle
 
 
 def _busy_first_token_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, batch: float,
-                        n_gpus: int, eng: Engine, step: Step, rate: float, load: str, prefill: float) -> float:
+                        n_gpus: int, eng: Engine, step: Step, rate: float, load: str, prefill: float,
+                        admission_steps: int) -> float:
     """_first_token_s while sequences decode: the wait for the iteration in progress, the `prefill` (_prefill_s),
     the running step beyond what the prefill pays, and the prompts that joined the request's own iteration."""
     carried = max(0.0, step.total - _shared_s(model, gpu, precision, n_gpus, eng, prompt_tokens * batch))
     added = prefill_compute_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng)    # what a prompt adds to an iteration
-    # a multi-step engine admits new requests only between windows of its scheduler steps
-    wait, _ = queueing.iteration_wait_s(rate, step.total * eng.admission_steps, added)
+    # a multi-step engine (or one polling for requests every few steps) admits new requests only between windows
+    wait, _ = queueing.iteration_wait_s(rate, step.total * admission_steps, added)
     joined = 2 * rate * _finite(wait, load) * added     # prompts arriving in the iteration it lands in share its own
     return wait + prefill + carried + joined
 
@@ -395,7 +399,8 @@ LOAD_TOLERANCE = 1e-9  # relative width at which the bisections for a load stop 
 
 def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: float, output_tokens: float,
               n_gpus: int = 1, eng: Engine | str | None = None, kv_precision: Precision | str | None = None,
-              rate: float | None = None, concurrency: float | None = None, load: str = "") -> Load:
+              rate: float | None = None, concurrency: float | None = None, load: str = "",
+              admission_steps: int | None = None, requests: float | None = None) -> Load:
     """Time to first token of requests arriving at `rate` a second (Poisson: an open load), or kept at
     `concurrency` in flight (a closed loop: each client sends its next request when its answer ends, so the
     rate is concurrency / (TTFT + answer x the mean iteration); by the arrival theorem of closed queueing
@@ -405,7 +410,10 @@ def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens:
     sequences plus the prompts it prefills (queueing.iteration_wait_s): the fixed point found by bisection
     (_open_running; plain rounds crawl near saturation), in a closed loop inside a bisection on the rate
     (_closed_load). #NUM! when it is more than the engine runs at once. `load` names the load in the caller's
-    unit for the messages (default: the rate a second, or the requests in flight)."""
+    unit for the messages (default: the rate a second, or the requests in flight). `admission_steps`: decode steps
+    between the engine's polls for new requests (default the profile's, Engine.admission_steps). `requests`: a
+    closed loop run as a benchmark runs it, that many requests in all, the first `concurrency` sent at once
+    (first_wave_s): ttft_s is then the run's mean over its requests, the first wave's weighted in."""
     eng = engine_profile(eng, gpu)
     precision = as_precision(precision)
     if (rate is None) == (concurrency is None) or (rate or concurrency or 0) <= 0:
@@ -422,7 +430,7 @@ def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens:
         step = _decode_step(model, gpu, precision, max(1.0, running), context, n_gpus, kv, eng)
         iteration = _finite(queueing.iteration_wait_s(arrivals, step.total, added)[1], load)
         return step, iteration, _first_token_s(model, gpu, precision, prompt_tokens, 1, n_gpus, eng, step,
-                                               running, arrivals, load)
+                                               running, arrivals, load, admission_steps)
 
     def running_at(arrivals: float) -> float:
         return _open_running(lambda r: arrivals * output_tokens * at(r, arrivals)[1], limit)
@@ -438,7 +446,22 @@ def load_ttft(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens:
     _, iteration, ttft = at(running, arrivals)
     if concurrency:
         arrivals = concurrency / (ttft + output_tokens * iteration)
+        if requests and requests > concurrency:
+            wave = first_wave_s(model, gpu, precision, prompt_tokens, concurrency, n_gpus, eng)
+            ttft = (concurrency * wave + (requests - concurrency) * ttft) / requests
     return Load(arrivals, running, iteration, ttft)
+
+
+def first_wave_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: float, clients: float, n_gpus: int,
+                 eng: Engine) -> float:
+    """Mean time to first token of `clients` prompts sent at once to an idle engine (a closed-loop benchmark's
+    first wave: every client's first request leaves together). They queue for the prefill: the engine takes them
+    in chunks of its token budget, and a prompt's first token comes when its chunk ends, so with n equal chunks
+    the mean is (n + 1) / 2n of the whole wave's prefill (_prefill_s of all of them)."""
+    whole = _prefill_s(model, gpu, precision, prompt_tokens, clients, n_gpus, eng)
+    budget = eng.token_budget(gpu)
+    chunks = max(1, math.ceil(prompt_tokens * clients / budget)) if budget else 1
+    return whole * (chunks + 1) / (2 * chunks)
 
 
 def _open_running(decoding: Callable[[float], float], limit: int) -> float:
