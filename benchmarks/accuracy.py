@@ -771,7 +771,7 @@ def _memory_config(model, row: dict[str, str], n: int) -> Config | None:
 
 # The settings a KV-capacity row may state (a misspelt key is refused, not dropped): the engine, its memory
 # share (vLLM's gpu_memory_utilization, SGLang's mem_fraction_static) and vLLM's profile-run sizes.
-KV_SETTINGS = frozenset({"engine", "gmu", "mem_fraction_static", "max_num_batched_tokens", "max_num_seqs", "mxfp4_kernel",
+KV_SETTINGS = frozenset({"engine", "gmu", "mem_fraction_static", "max_num_batched_tokens", "max_num_seqs",
                          "max_model_len"})
 DOES_NOT_START = "does not start"       # a log whose engine refused to start: a fit row
 
@@ -786,18 +786,10 @@ def kv_settings(row: dict[str, str]) -> dict[str, str]:
     return settings
 
 
-def kernel_padding(model, precision, n: int, settings: dict[str, str]) -> float:
-    """GiB per GPU a row's stated MXFP4 kernel adds to the weights (`mxfp4_kernel=marlin`, as the row's log says:
-    capacity.marlin_padding_gib; `triton` or unstated: none)."""
-    kernel = settings.get("mxfp4_kernel", "")
-    if kernel not in ("", "marlin", "triton"):
-        raise ValueError(f"mxfp4_kernel {kernel!r}: use marlin or triton")
-    return capacity.marlin_padding_gib(model, precision, n) if kernel == "marlin" else 0.0
-
-
 def compare_kv_capacity(what: str, model, row: dict[str, str]) -> Comparison:
     """An engine's startup log of the KV cache memory per GPU against capacity.kv_budget_gib, with the
-    row's engine, memory share and profile-run sizes; a log whose engine did not start is a fit row."""
+    row's engine (a stated release picks its MoE kernel's padding: capacity.kernel_padding_gib), memory share and
+    profile-run sizes; a log whose engine did not start is a fit row."""
     s = kv_settings(row)
     gpu, n, precision = find_gpu(row["gpu"]), int(number(row["num_gpus"])), find_precision(row["precision"])
     eng = replace(engines.engine(s["engine"], gpu), memory_fraction=float(s.get("gmu") or s["mem_fraction_static"]))
@@ -808,7 +800,7 @@ def compare_kv_capacity(what: str, model, row: dict[str, str]) -> Comparison:
     peak = row["peak_gpu_mem_gb"].strip()
     if peak.lower() == DOES_NOT_START:
         try:
-            budget = capacity.kv_budget_gib(model, gpu, precision, n, eng, kernel_padding(model, precision, n, s))
+            budget = capacity.kv_budget_gib(model, gpu, precision, n, eng)
         except FlopsheetError:
             budget = 0.0                      # the weights and reserve alone pass the memory share: no start
         return Comparison("fit", what + " | engine starts", False, budget > 0, "fits",
@@ -817,7 +809,7 @@ def compare_kv_capacity(what: str, model, row: dict[str, str]) -> Comparison:
         raise ValueError(f"KV-capacity row {row['model']!r}: {peak!r} is neither GiB nor {DOES_NOT_START!r}")
     # a numeric row the estimate refuses is an error of the tool or the catalog, not a zero budget
     return Comparison("kv_capacity", what + " | KV cache per GPU", float(peak),
-                      capacity.kv_budget_gib(model, gpu, precision, n, eng, kernel_padding(model, precision, n, s)), "GiB",
+                      capacity.kv_budget_gib(model, gpu, precision, n, eng), "GiB",
                       row["note"], config=config)
 
 
@@ -878,8 +870,10 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
             precision = find_precision(row["precision"])
             n = int(number(row["num_gpus"]))
             stated = dict(part.strip().split("=", 1) for part in row["context_or_batch"].split(";") if "=" in part)
-            est = serving.serving_memory_gib(model, precision, 1, 1, "fp16", n)["weights"] + \
-                kernel_padding(model, precision, n, stated)
+            gpu = find_gpu(row["gpu"])            # a stated release's MoE kernel pads the experts it loads
+            padding = capacity.kernel_padding_gib(model, gpu, precision, n, engines.engine(stated["engine"], gpu)) \
+                if "engine" in stated else 0.0
+            est = serving.serving_memory_gib(model, precision, 1, 1, "fp16", n)["weights"] + padding
             out.append(Comparison("memory", what + " | weights per GPU", float(peak), est, "GiB",
                                   row["note"], config=_memory_config(model, row, n)))
         elif method == "inference weights" and model:

@@ -413,45 +413,17 @@ def test_a_numeric_kv_capacity_row_the_estimate_refuses_is_an_error_not_a_zero_b
     assert fit.metric == "fit" and fit.measured is False and fit.estimate is False
 
 
-def test_no_fit_message_counts_the_kernel_padding():
-    """When a stated kernel's padding is what stops the weights fitting, the #NUM! message counts it: gpt-oss-120b's
-    checkpoint is 60.71 GiB and Marlin adds 5.13 on one GPU (test below), so the weights are 65.8 GiB, not 60.7."""
-    from udfs.catalogs import engines, resolve
-    from udfs.errors import FlopsheetError
-    from udfs.physics import capacity
-    model, gpu = resolve.model("gpt-oss-120b"), resolve.gpu("H100")
-    padding = capacity.marlin_padding_gib(model, "mxfp4", 1)
-    with pytest.raises(FlopsheetError, match=r"65\.8 GiB weights"):
-        capacity.kv_budget_gib(model, gpu, "mxfp4", 1, engines.engine("vLLM", gpu), padding)
-
-
-def test_marlin_pads_mxfp4_experts_by_hand():
-    """vLLM's Marlin MoE path pads gpt-oss-120b's experts (hidden 2,880 -> 3,072, a multiple of 256; expert width
-    2,880 -> 2,944, a multiple of 128): 128 experts x 36 layers x 3 matrices (gate, up, down) x (3,072 x 2,944 -
-    2,880 x 2,880) more values at MXFP4's 4.25 bits; on one GPU the checkpoint's weights plus that come within 1% of
-    the 65.9651 GiB vLLM 0.10.1 logs on an H100 (issue #23278), where the checkpoint alone is 8% short."""
-    from udfs.catalogs import resolve
-    from udfs.physics import arch, capacity
-    model = resolve.model("gpt-oss-120b")
-    expected = 128 * 36 * 3 * (3072 * 2944 - 2880 * 2880) * 4.25 / 8 / 2 ** 30
-    assert capacity.marlin_padding_gib(model, "mxfp4", 1) == pytest.approx(expected, rel=1e-12)
-    # Each tensor-parallel shard's width is padded (vLLM's intermediate_size_per_partition): 2 GPUs 1,440 -> 1,536,
-    # 4 GPUs 720 -> 768, 8 GPUs 360 -> 384, so a GPU holds more than 1/n of the one-GPU padding
-    for n, shard in ((2, 1536), (4, 768), (8, 384)):
-        per_gpu = 128 * 36 * 3 * (3072 * shard - 2880 * 2880 / n) * 4.25 / 8 / 2 ** 30
-        assert capacity.marlin_padding_gib(model, "mxfp4", n) == pytest.approx(per_gpu, rel=1e-12)
-    assert capacity.marlin_padding_gib(model, "mxfp4", 2) == pytest.approx(3.908, abs=1e-3)
-    assert capacity.marlin_padding_gib(model, "bf16", 1) == 0 == capacity.marlin_padding_gib(
-        resolve.model("Llama 3.1 8B"), "mxfp4", 1)
-    served = arch.weight_bytes(model, "mxfp4") / 2 ** 30
-    assert abs(served - 65.9651) / 65.9651 > 0.05
-    assert abs(served + expected - 65.9651) / 65.9651 < 0.01
-
-
-def test_a_row_states_its_mxfp4_kernel_or_is_refused():
+def test_a_kv_row_states_its_release_not_a_kernel_switch():
+    """A row's stated release picks its MoE kernel (udfs/data/moe_kernels.csv): the gpt-oss-120b rows of vLLM 0.10.1
+    (issue #23278) get Marlin's padding from their version, no `mxfp4_kernel=` switch is read any more (refused as an
+    unknown setting), and the 0.10.1 log that did not start is estimated not to start."""
     model = accuracy.find_model("gpt-oss-120b")
-    assert accuracy.kernel_padding(model, "mxfp4", 1, {"mxfp4_kernel": "marlin"}) > 0
-    assert accuracy.kernel_padding(model, "mxfp4", 1, {"mxfp4_kernel": "triton"}) == 0
-    assert accuracy.kernel_padding(model, "mxfp4", 1, {}) == 0
-    with pytest.raises(ValueError, match="marlin or triton"):
-        accuracy.kernel_padding(model, "mxfp4", 1, {"mxfp4_kernel": "cutlass"})
+    assert "mxfp4_kernel" not in accuracy.KV_SETTINGS
+    row = _kv_row(model="gpt-oss-120b", gpu="H100 80GB", precision="MXFP4", num_gpus="1",
+                  peak_gpu_mem_gb="does not start",
+                  context_or_batch="engine=vLLM 0.10.1; gmu=0.90; max_num_batched_tokens=8192; max_num_seqs=1024")
+    assert accuracy.compare_kv_capacity("r", model, row).estimate is False
+    assert accuracy.compare_kv_capacity("r", model, {**row, "context_or_batch": row["context_or_batch"].replace(
+        "0.10.1", "0.14.1")}).estimate is True
+    with pytest.raises(ValueError, match="mxfp4_kernel"):
+        accuracy.kv_settings({**row, "context_or_batch": row["context_or_batch"] + "; mxfp4_kernel=marlin"})

@@ -47,7 +47,9 @@ DEFAULT_ENGINES = {"NVIDIA": "TensorRT-LLM", "Apple": "llama.cpp"}
 FAMILY_ENGINES = {"Gaudi": "Intel Gaudi software"}
 FALLBACK_ENGINE = "vLLM"
 DEFAULT_ENGINE_TEXT = ("TensorRT-LLM on NVIDIA GPUs, llama.cpp on Apple silicon, Intel Gaudi software (1.18) on "
-                       "Gaudi, vLLM (its V1 engine, 0.8 and later) on others")
+                       "Gaudi, vLLM (its V1 engine, 0.8 and later) on others; 'vLLM' answers for release 0.33.0, the "
+                       "newest on 2026-11-24, and 'vLLM 0.10.1' for that release (its MoE kernels: MXFP4 experts "
+                       "through Marlin, padded, on Hopper)")
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,9 @@ class Engine:
     # adp_balancing_enable): no rank holds the others up with its own prompts (capacity._prefill_per_step_s). Blank
     # (off) in every packaged row, as TensorRT-LLM and SGLang default; a private row or a measured row's note turns it on.
     dp_balance: bool = False
+    # The release an estimate answers for (engines.csv `release`: vLLM's newest on PyPI); a named version ("vLLM 0.10.1")
+    # sets it (_by_version). It picks the MoE kernel of a number format (moe_kernel; udfs/data/moe_kernels.csv).
+    release: str = ""
 
     @property
     def expert_parallel(self) -> bool:
@@ -138,10 +143,16 @@ class Engine:
 
     def covers(self, version: tuple[int, ...]) -> bool:
         """Whether `version` (numbers) falls in version_range ("0.8-": 0.8 and later; "-0.7": up to 0.7.x)."""
-        if "-" not in self.version_range:
-            return False
-        lo, hi = (_numbers(part) for part in self.version_range.split("-", 1))
-        return (not lo or version >= lo) and (not hi or version[:len(hi)] <= hi)
+        return _in_range(version, self.version_range)
+
+    def moe_kernel(self, gpu: Gpu, precision: Precision | str) -> MoeKernel | None:
+        """The kernel this release runs a MoE layer's experts in `precision` with on `gpu` (moe_kernels.csv: by engine
+        family, release and GPU family); None where the table has no row (other engines, formats and GPUs, or a
+        release not read): no padding is counted there."""
+        family, version = self.family or self.name, _numbers(self.release)
+        name = as_precision(precision).name
+        return next((k for k in moe_kernels() if k.engine == family and k.format == name and version
+                     and gpu.family in k.gpu_families and _in_range(version, k.version_range)), None)
 
     def profile_tokens(self, gpu: Gpu) -> int:
         """Tokens of the start-up profile run whose peak the engine keeps out of the KV cache beside the weights:
@@ -184,6 +195,36 @@ class Engine:
             if row.kind != "float" or gpu.has_units(row):
                 return name
         return "bf16"
+
+
+@dataclass(frozen=True)
+class MoeKernel:
+    """The kernel an engine release runs MoE experts of one number format with on a GPU family, and the widths it pads
+    the expert matrices to (udfs/data/moe_kernels.csv, each row read in the engine's source: its backend selection
+    and create_weights)."""
+    engine: str
+    version_range: str
+    gpu_families: tuple[str, ...]
+    format: str
+    kernel: str
+    hidden_multiple: int          # the hidden size is rounded up to a multiple of this
+    shard_multiple: int           # each tensor-parallel shard's expert width (FFN / n) to a multiple of this
+    source: str
+    as_of: str
+    note: str
+
+
+@cache
+def moe_kernels() -> tuple[MoeKernel, ...]:
+    return tuple(_build(MoeKernel, r) for r, _ in catalog.rows_with_origin("moe_kernels.csv"))
+
+
+def _in_range(version: tuple[int, ...], version_range: str) -> bool:
+    """Whether `version` falls in "lo-hi" (either end open: "0.8-", "-0.7"; "0.10.1-0.11.0" up to 0.11.0 itself)."""
+    if "-" not in version_range:
+        return False
+    lo, hi = (_numbers(part) for part in version_range.split("-", 1))
+    return (not lo or version >= lo) and (not hi or version[:len(hi)] <= hi)
 
 
 ENGINE_FIELDS = {f.name for f in fields(Engine)}
@@ -237,8 +278,8 @@ def _numbers(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", text.strip())[:3])
 
 
-# "vLLM 0.5.3", "vllm v0.6", "SGLang 0.4.1.post1": a family's name, then a version number
-_VERSIONED = re.compile(r"^(?P<family>.*?\D)[\s_-]*v?(?P<version>\d+(?:\.\d+){0,2})(?:[.\-]?(?:post|rc|dev)\w*)?$",
+# "vLLM 0.5.3", "vllm v0.6", "vLLM 0.10.1.1", "SGLang 0.4.1.post1": a family's name, then a version number
+_VERSIONED = re.compile(r"^(?P<family>.*?\D)[\s_-]*v?(?P<version>\d+(?:\.\d+){0,3})(?:[.\-]?(?:post|rc|dev)\w*)?$",
                         re.IGNORECASE)
 
 
@@ -263,7 +304,7 @@ def _by_version(text: str) -> Engine | None:
     if found is None:
         known = "; ".join(f"{e.name}: {e.version}" for e in profiles) or f"{base.name}: {base.version or 'one profile'}"
         raise na_error(f"no {family} profile describes version {match.group('version')} ({known})")
-    return found
+    return replace(found, release=match.group("version"))    # the release named picks its kernels (moe_kernel)
 
 
 def default_engine_name(gpu: Gpu | None = None) -> str:

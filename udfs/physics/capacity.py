@@ -529,22 +529,37 @@ def _weights_gib(model: Model, precision: Precision | str, n_gpus: int, eng: Eng
     return arch.weight_bytes(model, precision) / n_gpus / GIB
 
 
-def marlin_padding_gib(model: Model, precision: Precision | str, n_gpus: int) -> float:
-    """GiB per GPU vLLM's Marlin MoE kernel adds to MXFP4 expert weights (the weight-only FP4 path on a GPU without
-    FP4 units: vLLM's default on Hopper up to 0.10.1, before its Triton backend): Marlin needs each expert matrix's
-    output width a multiple of 256 and input width a multiple of 128, so vLLM pads the hidden size up to a multiple
-    of 256 and each tensor-parallel shard's expert width (intermediate_size_per_partition, the FFN width / n) to a
-    multiple of 128 (vllm/model_executor/layers/quantization/mxfp4.py, Mxfp4MoEMethod.create_weights, the Marlin
-    branch) and stores the padded gate, up and down matrices at the format's bits (w13 is 2 x the shard width: the
-    experts are gated). 0 for other formats and dense models. gpt-oss-120b (2,880 both ways -> 3,072 x 2,944): 5.1
-    GiB on one GPU, 60.7 -> 65.8 where vLLM 0.10.1 logs 65.97; on 2 GPUs each shard's 1,440 -> 1,536, 3.9 GiB each."""
-    row = as_precision(precision)
-    if not model.is_moe or row.name != "mxfp4":
+def expert_padding_gib(model: Model, precision: Precision | str, experts: float, shard: float, hidden_multiple: int,
+                       shard_multiple: int) -> float:
+    """GiB a kernel adds to `experts` MoE experts per GPU by padding their matrices: the hidden size rounded up to a
+    multiple of `hidden_multiple` and each shard's expert width (`shard`: the FFN width / the tensor-parallel GPUs)
+    to one of `shard_multiple`, the gate, up and down matrices stored padded at the format's bits (w13 is 2 x the
+    shard: the experts are gated), in every MoE layer. gpt-oss-120b under Marlin (256 / 128: 2,880 -> 3,072 x 2,944):
+    128 experts x 36 layers x 3 matrices at 4.25 bits, 5.13 GiB on one GPU."""
+    hidden = model.dim("hidden")
+    grown = math.ceil(hidden / hidden_multiple) * hidden_multiple * math.ceil(shard / shard_multiple) * shard_multiple
+    matrices = 3 * (grown - hidden * shard) * experts * (model.moe_layers or model.dim("layers"))
+    return matrices * as_precision(precision).bits_per_param / 8 / GIB
+
+
+def kernel_padding_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
+    """GiB per GPU the engine release's MoE kernel for this format and GPU pads the expert weights by (Engine.moe_kernel,
+    udfs/data/moe_kernels.csv: vLLM 0.10.1 runs MXFP4 experts on Hopper through Marlin, 0.12 and later through Triton;
+    Marlin on SM 8.x in every release). Each GPU pads its own experts: a slice of every expert under tensor
+    parallelism, E/n whole ones under expert parallelism; a layer pipeline's stage holds its share of the layers.
+    0 where the table names no kernel (other engines, GPUs and formats, dense models)."""
+    kernel = eng.moe_kernel(gpu, precision) if model.is_moe else None
+    if kernel is None:
         return 0.0
-    hidden, shard = model.dim("hidden"), model.dim("ffn") / n_gpus
-    grown = math.ceil(hidden / 256) * 256 * math.ceil(shard / 128) * 128 - hidden * shard
-    matrices = 3 * grown * (model.n_experts or 0) * (model.moe_layers or model.dim("layers"))
-    return matrices * row.bits_per_param / 8 / GIB
+    tp, stages = layout(gpu, eng, n_gpus)
+    stages = stages if eng.multi_gpu == "tensor" else n_gpus      # a layer pipeline: each GPU holds 1/n of the layers
+    group = _split(eng, n_gpus)
+    if eng.expert_parallel and group > 1:
+        experts, shard = float(math.ceil((model.n_experts or 0) / group)), float(model.dim("ffn"))
+    else:
+        experts, shard = float(model.n_experts or 0), model.dim("ffn") / tp
+    padding = expert_padding_gib(model, precision, experts, shard, kernel.hidden_multiple, kernel.shard_multiple)
+    return padding / stages
 
 
 def ffn_width(model: Model) -> float:
@@ -582,7 +597,9 @@ def engine_reserve_gib(model: Model, gpu: Gpu, n_gpus: int, eng: Engine) -> floa
 
 
 def _fixed_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
-    return _weights_gib(model, precision, n_gpus, eng) + engine_reserve_gib(model, gpu, n_gpus, eng)
+    """Weights as the engine holds them (the checkpoint's and its kernel's padding) and its reserve, per GPU."""
+    return (_weights_gib(model, precision, n_gpus, eng) + kernel_padding_gib(model, gpu, precision, n_gpus, eng)
+            + engine_reserve_gib(model, gpu, n_gpus, eng))
 
 
 def kv_share(model: Model, n_gpus: int, eng: Engine) -> float:
@@ -604,28 +621,32 @@ def gib_text(gib: float) -> str:
 
 
 def no_fit(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine, kv_gib: float = 0.0,
-           what: str = "", padding_gib: float = 0.0) -> NoFit:
-    """#NUM! saying by how much a deployment does not fit: what it needs per GPU (weights, with any padding a stated
-    kernel adds, the engine's reserve, the KV cache asked for) against what the engine's memory rule leaves usable."""
-    weights = _weights_gib(model, precision, n_gpus, eng) + padding_gib
+           what: str = "") -> NoFit:
+    """#NUM! saying by how much a deployment does not fit: what it needs per GPU (weights, with the padding the
+    release's MoE kernel adds, named with the release, the engine's reserve, the KV cache asked for) against what the
+    engine's memory rule leaves usable."""
+    padding = kernel_padding_gib(model, gpu, precision, n_gpus, eng)
+    weights = _weights_gib(model, precision, n_gpus, eng) + padding
     reserve = engine_reserve_gib(model, gpu, n_gpus, eng)
+    kernel = eng.moe_kernel(gpu, precision) if padding else None
+    weights_text = f"{gib_text(weights)} weights" + (
+        f", {padding:.1f} GiB of them {eng.name} {eng.release}'s {kernel.kernel} padding" if kernel else "")
     fixed = weights + reserve
     usable = usable_gib(gpu, eng, fixed)
     kv = f" + {gib_text(kv_gib)} KV cache{f' ({what})' if what else ''}" if kv_gib else ""
     return NoFit(f"{model.name} at {as_precision(precision).name} does not fit on {n_gpus} x {gpu.name} with "
-                 f"{eng.name}: needs {gib_text(fixed + kv_gib)} per GPU ({gib_text(weights)} weights + "
+                 f"{eng.name}: needs {gib_text(fixed + kv_gib)} per GPU ({weights_text} + "
                  f"{reserve:.1f} GiB engine reserve{kv}), {usable:.1f} GiB usable on {gpu.name}",
                  fixed + kv_gib, usable)
 
 
-def kv_budget_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine,
-                  padding_gib: float = 0.0) -> float:
-    """GiB per GPU the engine gives the KV cache; #NUM! with the figures when the weights do not fit. `padding_gib`:
-    weights a stated kernel adds to the checkpoint's (marlin_padding_gib)."""
-    fixed = _fixed_gib(model, gpu, precision, n_gpus, eng) + padding_gib
+def kv_budget_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
+    """GiB per GPU the engine gives the KV cache; #NUM! with the figures when the weights (with the release's kernel
+    padding, kernel_padding_gib) and the reserve do not fit."""
+    fixed = _fixed_gib(model, gpu, precision, n_gpus, eng)
     left = usable_gib(gpu, eng, fixed) - fixed
     if left <= 0:
-        raise no_fit(model, gpu, precision, n_gpus, eng, padding_gib=padding_gib)
+        raise no_fit(model, gpu, precision, n_gpus, eng)
     return left
 
 
