@@ -95,12 +95,12 @@ def test_a_source_is_scored_on_a_table_chosen_without_it(rows, one_each):
         assert cited, source
 
 
-@pytest.mark.xfail(strict=True, reason="known miss at the shipped fold deal: steady MFU 14.3% out of sample with no "
-                   "steady estimate changed: the whole-run sources added (LLaMA paper, Falcon 180B, StarCoder) re-dealt "
-                   "the source folds (docs/accuracy.md; median over 30 deals 10.8% -> 10.1%). Passes, and so fails as "
-                   "strict, once it meets issue 20's 10% again")
 def test_out_of_sample_steady_mfu_within_issue_20s_target(report):
-    # issue 20's target for training throughput (steady MFU, 6·N basis): <= 10% out of sample.
+    # issue 20's target for training throughput (steady MFU, 6·N basis): <= 10% out of sample at the shipped deal.
+    # It moves with the source deal, not only the model: 9.5% -> 14.3% when the whole-run sources of 2026-11-24
+    # re-dealt the folds, 13.1% -> 9.2% when the recipes' H100 launch-script row (a new source) re-dealt them again,
+    # with no estimate changed; over 30 deals 10.0% and leaving one source out 9.5% (docs/accuracy.md), so passing here
+    # is not the target met robustly, and the docs do not claim it.
     assert len(report.of("mfu")) >= 40 and report.median_ape("mfu", True) <= 0.10
 
 
