@@ -238,3 +238,28 @@ def test_a_system_of_one_gpu_copies_backs_one_gpu_not_tensor_parallel():
                                             output_tokens=300, max_latency_s=10, price_basis="owned")}
     rtx = ranked["RTX PRO 6000 Blackwell Server 96GB"]
     assert rtx.gpus_per_copy == 2 and rtx.status is Status.UNVERIFIED
+
+
+def _row(precision: str, error: float) -> evidence.Measured:
+    return evidence.Measured("throughput", "vLLM", "NVIDIA", "H100", "dense", "one GPU", "M", 8.0, "H100 SXM 80GB",
+                             precision, 1, error, error, f"x:{precision}{error}", f"M | {precision}", "s", "2026-11-24")
+
+
+def test_the_evidence_says_which_formats_measured_its_regime():
+    """Two fp8 rows and one fp16 row in one regime: a bf16 estimate is backed by the fp16 row (same width and
+    tensor rate), an fp4 one by none of them, and its label and text say what was measured instead."""
+    rows = (_row("fp8", 0.1), _row("fp8", -0.1), _row("fp16", 0.05))
+    regime = rows[0].regime
+    fp4 = evidence.lookup.__wrapped__(regime, "H100 SXM 80GB", 8.0, "fp4", 1, rows)
+    assert (fp4.rows, fp4.at_precision, fp4.formats) == (3, 0, ("fp8", "fp16"))
+    assert fp4.measured and not fp4.same_format and fp4.label == "measured in fp8/fp16, not fp4"
+    assert ", measured in fp8/fp16, none in fp4 (the format asked);" in fp4.text()
+    bf16 = evidence.lookup.__wrapped__(regime, "H100 SXM 80GB", 8.0, "bf16", 1, rows)
+    assert (bf16.at_precision, bf16.label) == (1, "measured")
+    assert ", 1 of them in fp16 (counted for bf16: same width and rate), the rest in fp8;" in bf16.text()
+    fp8 = evidence.lookup.__wrapped__(regime, "H100 SXM 80GB", 8.0, "fp8", 1, rows)
+    assert (fp8.at_precision, fp8.label) == (2, "measured") and (fp8.low_error, fp8.high_error) == \
+        (fp4.low_error, fp4.high_error)       # the band is the regime's over all its formats
+    none = evidence.lookup.__wrapped__(evidence.Regime("throughput", "vLLM", "AMD", "MI300X", "dense", "one GPU"),
+                                       "MI300X", 8.0, "fp8", 1, rows)
+    assert none.label == "unverified" and not none.same_format

@@ -7,6 +7,11 @@ from __future__ import annotations
 IRREGULAR = {"copy": "copies", "entry": "entries", "day": "days", "series": "series"}
 
 
+def sentence_case(text: str) -> str:
+    """`text` with its first letter capitalised and the rest as written (str.capitalize lowers "NVIDIA")."""
+    return text[:1].upper() + text[1:]
+
+
 def noun(count: float, word: str, many: str | None = None) -> str:
     """`word` or its plural for `count` (only exactly 1 is singular: "0 GPUs", "1.5 GPUs")."""
     if count == 1:

@@ -13,7 +13,11 @@ picker (which read that file). Its parts:
 - architecture: dense or MoE;
 - layout: one GPU or parallel (training: any, since GPU-hours are a total).
 
-A regime is *measured* when at least one scored row has all six parts. Its band is the P10 and
+A regime is *measured* when at least one scored row has all six parts. The number format is not a part
+of it (a regime's band is read over all its formats), but an estimate's evidence says which formats its
+regime measured: `at_precision` counts the rows in the format asked (16-bit counts bf16 and fp16 as one:
+same width, same tensor rate), and where none is, `label` and `text` say "measured in fp8, not bf16", so
+a buyer told "measured" gets a measurement of what they buy or is told what was measured instead. Its band is the P10 and
 P90 of the signed out-of-sample errors, (estimate - measured) / measured, of the first level
 holding MIN_BAND_ROWS rows, going up LEVELS (regime, engine and vendor, vendor, metric; dense and MoE
 kept apart below the metric level), joined
@@ -161,6 +165,17 @@ def band_of(errors: list[float]) -> tuple[float, float]:
     return q[0], q[-1]
 
 
+# Formats whose measurements stand for each other: the same width and the same tensor-core rate on every
+# GPU that has both (a bf16 estimate and an fp16 measurement are the same bytes and FLOPs).
+SAME_FORMAT = {"bf16": "16-bit", "fp16": "16-bit"}
+
+
+def format_class(precision: str) -> str:
+    """The format a measurement counts for: bf16 and fp16 are one (16-bit), any other format itself."""
+    name = str(precision or "").lower()
+    return SAME_FORMAT.get(name, name)
+
+
 def widen(error: float, factor: float) -> float:
     """An error scaled in log space: (1 + e)^factor - 1 (never below -100%)."""
     return math.exp(math.log1p(error) * factor) - 1
@@ -174,10 +189,25 @@ class Evidence:
     high_error: float              # P90 of signed error, >= 0
     basis: str                     # where the band comes from
     nearest: Measured | None       # the closest measured configuration (in the regime, else the level used)
+    precision: str = ""            # the format asked ("" when none was)
+    at_precision: int = 0          # the regime's rows in that format (format_class)
+    formats: tuple[str, ...] = ()  # the formats the regime's rows measured, most rows first
 
     @property
     def measured(self) -> bool:
         return self.rows > 0
+
+    @property
+    def same_format(self) -> bool:
+        """A measured regime with a row in the format asked (or no format asked)."""
+        return self.measured and (not self.precision or self.at_precision > 0)
+
+    @property
+    def label(self) -> str:
+        """"measured", "measured in fp8, not bf16" (the regime measured only other formats) or "unverified"."""
+        if not self.measured:
+            return "unverified"
+        return "measured" if self.same_format else f"measured in {'/'.join(self.formats)}, not {self.precision}"
 
     def value_range(self, point: float, inverse: bool = False) -> tuple[float, float]:
         """(low, high) of a result from its point. Error e = estimate / truth - 1, so the truth
@@ -199,9 +229,21 @@ class Evidence:
                                                  f"({self.nearest.error_out:+.1%} out of sample)")
         if self.measured:
             return (f"{plural(self.rows, 'measured row')} in this regime "
-                    f"({self.regime.describe()}); error band {band} ({self.basis}){near}")
+                    f"({self.regime.describe()}){self._formats_text()}; error band {band} ({self.basis}){near}")
         return (f"no measurement in this regime ({self.regime.describe()}); error band {band} ({self.basis})"
                 f"{near.replace('nearest measured', 'nearest measured configuration, outside this regime')}")
+
+
+    def _formats_text(self) -> str:
+        """Which formats measured the regime, where not all were the one asked."""
+        if not self.precision or self.at_precision == self.rows:
+            return ""
+        if not self.at_precision:
+            return f", measured in {'/'.join(self.formats)}, none in {self.precision} (the format asked)"
+        same = [f for f in self.formats if format_class(f) == format_class(self.precision)]
+        asked = "the format asked" if same == [self.precision] else f"counted for {self.precision}: same width and rate"
+        rest = "/".join(f for f in self.formats if f not in same)
+        return f", {self.at_precision} of them in {'/'.join(same)} ({asked}), the rest in {rest}"
 
 
 def _at(level: tuple[str, ...], regime: Regime, rows: tuple[Measured, ...]) -> list[Measured]:
@@ -214,7 +256,7 @@ def _distance(m: Measured, gpu: str, family: str, params_b: float | None, precis
     d = 0.0 if m.gpu == gpu else (1.0 if m.family == family else 2.0)
     if params_b and m.params_b:
         d += abs(math.log2(params_b / m.params_b))
-    d += 0.0 if not precision or m.precision == precision else 0.5
+    d += 0.0 if not precision or format_class(m.precision) == format_class(precision) else 0.5
     return d + 0.5 * abs(math.log2(max(n_gpus, 1) / max(m.n_gpus, 1)))
 
 
@@ -255,7 +297,10 @@ def lookup(regime: Regime, gpu: str = "", params_b: float | None = None, precisi
         basis = (f"the {len(found)} rows of its {name} level, widened x{UNMEASURED_WIDENING:g} in log space, "
                  f"and no narrower than any measured regime among them")
     nearest = min(own or found, key=lambda m: _distance(m, gpu, regime.family, params_b, precision, n_gpus))
-    return Evidence(regime, len(own), min(low, 0.0), max(high, 0.0), basis, nearest)
+    same = [m for m in own if format_class(m.precision) == format_class(precision)]
+    counts = {f: sum(m.precision == f for m in own) for f in {m.precision for m in own}}
+    formats = tuple(sorted(counts, key=lambda f: (-counts[f], f)))
+    return Evidence(regime, len(own), min(low, 0.0), max(high, 0.0), basis, nearest, precision, len(same), formats)
 
 
 def for_option(metric: str, model, gpu, precision="", n_gpus: int | None = 1, engine=None) -> Evidence:

@@ -105,6 +105,11 @@ class Option:
         return self.evidence is not None and self.evidence.measured
 
     @property
+    def same_format(self) -> bool:
+        """A measured row in the format asked backs its regime (physics.evidence.Evidence.same_format)."""
+        return self.evidence is not None and self.evidence.same_format
+
+    @property
     def cost_range(self) -> tuple[float, float] | None:
         """(low, high) of its cost from its regime's error band (None without a cost or evidence)."""
         return spread(self.evidence, self.cost, cost=True)
@@ -423,8 +428,7 @@ def rank(workload: str, model_or_params: Model | float, precision: Precision | s
         if left_out:                         # sized and priced all the same, so a reader can compare
             opt.reason = left_out
         options.append(opt)
-    key = _sort_key(workload, objective)
-    options.sort(key=lambda o: (not o.ok, key(o), o.count))      # a tie goes to fewer GPUs
+    order(options, objective)
     for o in options[1:]:
         if o.ok:
             o.reason = _behind(o, options[0], workload, objective)
@@ -440,7 +444,8 @@ INCLUDE_UNVERIFIED = "include_unverified = TRUE"
 
 def attach_evidence(opt: Option, workload: str, model: Model, precision: Precision, shape: ServingShape) -> None:
     """The evidence for a sized option (its regime's measured rows and error band) and, where
-    none backs it, the measurement that would verify it."""
+    none backs it or its regime measured only other formats than the one asked, the measurement that would
+    verify it."""
     if not opt.fits or not opt.count:
         return
     gpu = opt.gpu_row
@@ -450,7 +455,7 @@ def attach_evidence(opt: Option, workload: str, model: Model, precision: Precisi
     else:
         engine = ""
         opt.evidence = evidence.for_option("training", model, gpu, precision.name, opt.count)
-    if not opt.evidence.measured:
+    if not opt.evidence.same_format:        # nothing measured, or only other formats (evidence.label says which)
         opt.to_verify = verify_request(opt, workload, model, precision, shape, engine)
 
 
@@ -526,15 +531,27 @@ def whole_systems(opt: Option, gpu: Gpu, rate, traffic, unit: int) -> None:
     opt.count = bought
 
 
-def _sort_key(workload, objective):
-    """Cost: the option's cost. Time: a job's days; a service's time per request (the tokens/s each request
-    sees, faster first), then its cost - as a scenario report ranks (sweep.sort_rows), not tokens/s per GPU,
-    which crowned a 72-GPU rack for one copy of an 8B model on a 3% edge."""
-    if objective == "time":
-        if workload == "serve":
-            return lambda o: (-(o.per_request_tps or 0), o.cost if o.cost is not None else math.inf)
-        return lambda o: o.days if o.days is not None else math.inf
-    return lambda o: o.cost if o.cost is not None else math.inf
+def rank_key(objective: str, cost: float | None, time: float | None, count: int) -> tuple[float, ...]:
+    """The one ranking of options, for GPU_RANK / GPU_RECOMMEND and a scenario report (sweep.sort_rows). Cost: the
+    cost, a tie to fewer GPUs, then the faster. Time: a job's days or a service's time per request (the tokens/s
+    each request sees, not tokens/s per GPU, which crowned a 72-GPU rack for one copy of an 8B model on a 3% edge),
+    then the cost, then fewer GPUs. A figure not known ranks last."""
+    cost = math.inf if cost is None else cost
+    time = math.inf if time is None else time
+    return (time, cost, count) if objective == "time" else (cost, count, time)
+
+
+def order(options: list[Option], objective: str) -> None:
+    """Options best first by rank_key, those that fail a constraint last (in place)."""
+    options.sort(key=lambda o: (not o.ok, rank_key(objective, o.cost, option_time(o), o.count)))
+
+
+def option_time(o: Option) -> float | None:
+    """The time an option is ranked on: a job's days; a service's seconds per output token a request sees
+    (1 / its tokens/s: the same order as a report's seconds per request, which is that x the answer's tokens)."""
+    if o.days is not None:
+        return o.days
+    return 1 / o.per_request_tps if o.per_request_tps else None
 
 
 def _behind(option, best, workload, objective) -> Reason:
@@ -613,7 +630,7 @@ def summary(best: Option, traffic: float | None = None, deadline_days: float | N
     if best.cost_range:
         low, high = (_money(v, best.cost_unit, unit_text=False) for v in best.cost_range)
         rows = plural(best.evidence.rows, "measured row") if best.evidence else ""
-        text += f" ({low} to {high} over its regime's measured error, {rows})"
+        text += f" ({low} to {high} over its regime's measured error, {rows}{format_note(best.evidence)})"
     if not serving:
         text += days_sentence(best.days, best.speed_range, deadline_days)
     text += _cash_text(best)
@@ -622,6 +639,23 @@ def summary(best: Option, traffic: float | None = None, deadline_days: float | N
     if serving and not traffic:
         text += "; no tokens_or_traffic given: sized for one copy's load, give your output tokens/s to size for yours"
     return text
+
+
+def format_note(ev: evidence.Evidence | None) -> str:
+    """', in fp8, not bf16' where the regime's rows measured only other formats than the one asked."""
+    return "" if ev is None or not ev.measured or ev.same_format else ev.label.replace("measured", ",", 1)
+
+
+def verify_note(opt) -> str:
+    """What the option's evidence lacks and the measurement that would supply it (a picker Option or a report Row):
+    no measurement in its regime, or none in the format asked (the text beside it says which formats were, from
+    Evidence.label); "" when a row in its format backs it."""
+    ev = opt.evidence
+    if ev is None or ev.same_format:
+        return ""
+    if not ev.measured:
+        return f"no measurement in its regime; to verify it, {opt.to_verify}"
+    return f"to verify it in {ev.precision}, {opt.to_verify}"
 
 
 def _serving_what(o: Option, traffic: float | None) -> str:

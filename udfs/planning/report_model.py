@@ -14,7 +14,7 @@ from ..catalogs import catalog
 from ..catalogs.catalog import as_precision
 from ..physics import defaults, training, training_efficiency
 from ..errors import FlopsheetError, num_error
-from ..words import plural
+from ..words import plural, sentence_case
 from ..physics.economics import HOURS_PER_MONTH
 from . import api_compare, picker
 from . import plan as plan_model
@@ -93,7 +93,7 @@ class Result:
     own_vs_rent: OwnVsRent | MissingPrice | None = None
     used_gpus: list[str] = field(default_factory=list)
     api: api_compare.ApiComparison | None = None    # serving: the hosted API for the same traffic
-    best_unverified: Row | None = None   # the best option left out only because nothing measured its regime
+    best_unverified: Row | None = None   # the best option nothing measured, if ahead of the recommendation (or none)
     plan: plan_model.Plan | None = None  # [plan]: the plan over years on the recommended (or named) GPU
     plan_error: str = ""                 # why a [plan] could not be made
     mfu_basis: str = ""                  # training: how the recommendation's GPU-hours were sized (mfu_basis)
@@ -136,7 +136,7 @@ def analyse(sc: Scenario, sensitivity: bool = True) -> Result:
         if len(runners) == 2:
             break
     res = Result(sc, rows, best, runners)
-    res.best_unverified = next((r for r in rows if r.reason and r.reason.status is Status.UNVERIFIED), None)
+    res.best_unverified = best_unverified(sc, rows, best)
     if res.best_unverified is not None:
         res.why[(res.best_unverified.gpu, res.best_unverified.basis)] = _why_unverified(sc, res.best_unverified, best)
     if best:
@@ -160,6 +160,19 @@ def analyse(sc: Scenario, sensitivity: bool = True) -> Result:
         except FlopsheetError as e:          # e.g. the named GPU cannot hold the model: said on the Plan sheet
             res.plan_error = e.message
     return res
+
+
+def best_unverified(sc: Scenario, rows: list[Row], best: Row | None) -> Row | None:
+    """The best option left out only because nothing measured its regime (rows best first), where it is what
+    insisting on evidence gives up: ahead of the recommendation on the ranking's own measure (picker.rank_key:
+    cheaper, or faster with objective time); with no recommendation, the best of them. One behind the
+    recommendation is not shown: its estimate wins nothing."""
+    first = next((r for r in rows if r.reason and r.reason.status is Status.UNVERIFIED), None)
+    if first is None or best is None:
+        return first
+    ahead = picker.rank_key(sc.objective, first.total_cost, first.time, first.count) < \
+        picker.rank_key(sc.objective, best.total_cost, best.time, best.count)
+    return first if ahead else None
 
 
 def _ranked_gpus(sc: Scenario, ok: list[Row]) -> list[tuple[str, bool]]:
@@ -267,15 +280,19 @@ def evidence_sentence(sc: Scenario, r: Row) -> str:
     cost = "" if span is None else \
         f" Over that band its cost is {sc.currency.text(span[0])} to {sc.currency.text(span[1])} {per}"
     slow = picker.latency_sentence(r.latency_p95_s, r.evidence, sc.p95_latency_s) if sc.serving else ""
+    verify = f" {sentence_case(picker.verify_note(r))}." if r.verified and not r.same_format else ""
     return f"Evidence: {r.evidence.text()}.{cost}{picker.days_sentence(r.days, r.days_range, sc.deadline_days)}" + \
-        slow + ("." if cost or slow else "")
+        slow + ("." if cost or slow else "") + verify
 
 
 def _why_unverified(sc: Scenario, r: Row, best: Row | None) -> str:
-    """Why the best unverified option is not the recommendation, and what would verify it."""
+    """What insisting on evidence gives up (the best unverified option against the recommendation, on the
+    ranking's measure first), why it is not the recommendation, and what would verify it."""
     cost = _known(r.total_cost, "the cost")
     versus = (f"{cost / best.total_cost:.2f}x the recommendation's cost ({sc.currency.text(cost)} {_unit(sc)})"
               if best is not None and best.total_cost else f"{sc.currency.text(cost)} {_unit(sc)}")
+    if sc.objective == "time" and best is not None and r.time and best.time:
+        versus = f"{r.time / best.time:.2f}x the recommendation's time, {versus}"
     why = sc.currency.usd_marked(r.reason.text()) if r.reason else ""
     return f"{versus}, but not recommended: {why}."
 
@@ -528,7 +545,7 @@ class OptionSummary:
     monthly_cost_lines_usd: dict[str, float] | None
     cost_low_usd: float | None          # the cost ranked on (a month serving, the job training) over the
     cost_high_usd: float | None         # P10..P90 error of its regime (null: no estimate, or a set count)
-    evidence: str | None                # "measured" or "unverified" (null: not sized)
+    evidence: str | None                # "measured", "measured in fp8, not bf16" (only other formats) or "unverified"
     evidence_rows: int | None           # measured rows in its regime
     evidence_text: str | None           # the regime, its band and the nearest measured configuration
     to_verify: str | None               # unverified: the measurement that would verify it
@@ -618,7 +635,7 @@ def option_summary(sc: Scenario, r: Row) -> OptionSummary:
         capex_usd=r.capex, monthly_cost_usd=r.monthly_cost, usd_per_gpu_hour=r.rate, price_basis=r.rate_note,
         breakeven_month=r.breakeven_month, rented_gpu_hours=r.rented_hours, monthly_cost_lines_usd=r.lines,
         cost_low_usd=span[0] if span else None, cost_high_usd=span[1] if span else None,
-        evidence=None if r.evidence is None else "measured" if r.verified else "unverified",
+        evidence=None if r.evidence is None else r.evidence.label,
         evidence_rows=r.evidence.rows if r.evidence else None,
         evidence_text=r.evidence.text() if r.evidence else None, to_verify=r.to_verify or None,
         figures=figures)

@@ -74,6 +74,11 @@ class Row:
         return self.evidence is not None and self.evidence.measured
 
     @property
+    def same_format(self) -> bool:
+        """A measured row in the format asked backs its regime (physics.evidence.Evidence.same_format)."""
+        return self.evidence is not None and self.evidence.same_format
+
+    @property
     def cost_range(self) -> tuple[float, float] | None:
         """(low, high) of total_cost over its regime's error band. Serving: the cost of the GPUs the
         true speed would need, before whole copies (the picker's count only: a count set in the
@@ -385,14 +390,9 @@ def served_cost_per_1m(monthly_cost: float, count: int, tokens_per_month: float)
 
 
 def sort_rows(sc: Scenario, rows: list[Row]) -> list[Row]:
-    if sc.objective == "time":
-        if sc.serving:
-            key = lambda r: (r.seconds_per_request or math.inf, r.total_cost or math.inf, r.count)  # noqa: E731
-        else:
-            key = lambda r: (r.days if r.days is not None else math.inf, r.total_cost or math.inf, r.count)  # noqa: E731
-    else:   # a tie goes to fewer GPUs, then the faster
-        key = lambda r: (r.total_cost if r.total_cost is not None else math.inf, r.count, r.time or math.inf)  # noqa: E731
-    ordered = sorted(rows, key=lambda r: (not r.ok, key(r), r.gpu, r.basis, r.count))
+    """Rows best first by the picker's ranking (picker.rank_key), those that fail a constraint last."""
+    ordered = sorted(rows, key=lambda r: (not r.ok, picker.rank_key(sc.objective, r.total_cost, r.time, r.count),
+                                          r.gpu, r.basis))
     n = 0
     for r in ordered:
         if r.ok:

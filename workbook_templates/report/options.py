@@ -47,7 +47,7 @@ def option_columns(sc: Scenario) -> list[tuple[str, str, object]]:
         cols.append((f"Cash per month held ({sym})", usd0, lambda r: cur.maybe(r.monthly_cost)))
     cols += [(f"Cost low ({sym})", usd0, lambda r: cur.maybe(r.cost_range[0]) if r.cost_range else None),
              (f"Cost high ({sym})", usd0, lambda r: cur.maybe(r.cost_range[1]) if r.cost_range else None),
-             ("Evidence", "", lambda r: "" if r.evidence is None else "measured" if r.verified else "unverified"),
+             ("Evidence", "", lambda r: "" if r.evidence is None else r.evidence.label),
              ("Measured rows in its regime", st.INT, lambda r: r.evidence.rows if r.evidence else None)]
     cols += [(f"Capex ({sym})", usd0, lambda r: cur.maybe(r.capex)),
              ("GPU-hours rented" + (" a month" if sc.serving else ""), st.INT, lambda r: r.rented_hours),

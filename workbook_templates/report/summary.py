@@ -9,11 +9,12 @@ from openpyxl.styles import Alignment
 
 import udfs
 from udfs.catalogs import catalog
+from udfs.planning import picker
 from udfs.planning.report_model import OwnVsRent, Result, api_sentence, breakeven_sentence, count_sentence, \
     evidence_sentence
 from udfs.planning.scenario import Scenario
 from udfs.planning.sweep import Row, purchase_price
-from udfs.words import plural
+from udfs.words import plural, sentence_case
 
 from .. import styles as st
 from .cells import basis_words, cost_label, header_row, put, put_money, section, sheet_title
@@ -185,8 +186,10 @@ def _figures(ws, row: int, figures: list[tuple[str, object, str]]) -> int:
 def recommendation_sentence(res: Result) -> str:
     """The recommendation in one sentence, with its money (the row's figures)."""
     sc, r = res.scenario, res.best
-    return ("" if r.verified else f"Unverified (no measurement in its regime; to verify it, {r.to_verify}): ") \
-        + _recommendation(sc, r)
+    if not r.verified:
+        return f"Unverified ({picker.verify_note(r)}): " + _recommendation(sc, r)
+    other = "" if r.same_format or r.evidence is None else f"{sentence_case(r.evidence.label)}: "   # Evidence: what verifies it
+    return other + _recommendation(sc, r)
 
 
 def _recommendation(sc: Scenario, r: Row) -> str:

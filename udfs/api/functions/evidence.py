@@ -10,7 +10,8 @@ WORKLOADS = {"serving": "throughput", "decode": "decode", "prefill": "prefill", 
 
 
 @worksheet("ESTIMATE_EVIDENCE", "What backs an estimate for a model on a GPU: how many measured rows share its "
-           "regime (metric, engine, GPU family, dense or MoE, one GPU or parallel), the P10 / P90 of their "
+           "regime (metric, engine, GPU family, dense or MoE, one GPU or parallel) and, where they are not all in the "
+           "format asked, which formats they measured (bf16 and fp16 count for each other), the P10 / P90 of their "
            "out-of-sample error (the band estimate = low / high uses), and the nearest measured configuration with "
            "its error. Says \"no measurement\" where nothing measured the regime; its band is then wider "
            "(docs/accuracy.md states the rule).", "evidence text", "Planning",

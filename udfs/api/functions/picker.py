@@ -71,7 +71,7 @@ RANK_HEADER = ["rank", "gpu", "count", "fits", "days", "tokens_per_sec", "cost",
 
 def _rank_row(rank: int, o: picker.Option) -> list:
     low, high = o.cost_range or (None, None)
-    evidence = "" if o.evidence is None else "measured" if o.verified else "unverified"
+    evidence = "" if o.evidence is None else o.evidence.label
     return [rank, o.gpu, o.count, o.fits, o.days, o.tokens_per_sec, o.cost, o.cost_unit, o.price_basis,
             _verdict(o), o.reason.text(), o.gpus_per_copy, o.batch, o.purchase_unit, o.capex,
             low, high, evidence, o.evidence.rows if o.evidence else None, o.to_verify]
@@ -83,7 +83,8 @@ def _verdict(o: picker.Option) -> str:
 
 @worksheet("GPU_RECOMMEND", "The winning GPU for a workload and how many: cheapest (or fastest) option with evidence "
            "(a measured row in its regime) that fits and meets the budget, deadline and latency target; the summary "
-           "names beside it a better option nothing has measured, and the figure that would verify it. "
+           "names beside it a better option nothing has measured, and the figure that would verify it; an option whose "
+           "regime was measured only in another format says so (\"in fp8, not bf16\") and what would verify it. "
            "part = summary (the count and its price; what the count is: copies of how many GPUs, spares and the "
            "load, or days and GPU-hours; the cost with its low-high range over its regime's measured error and the "
            "measured rows, and a job's days (a service's latency) over that range against the deadline (the latency "
@@ -110,8 +111,9 @@ def gpu_recommend(part, **kw):
     text = picker.summary(best, kw["tokens_or_traffic"] or None if serving else None,
                           None if serving else kw["deadline_days"] or defaults.DEADLINE_DAYS,
                           kw["max_latency_s"] or None)
-    if not best.verified:
-        text += f"; unverified: no measurement in its regime; to verify it, {best.to_verify}"
+    note = picker.verify_note(best)        # no measurement, or none in the format asked
+    if note:
+        text += f"; {'unverified: ' if not best.verified else ''}{note}"
     other = picker.best_unverified_of(options)
     if other is not None and picker.ahead(other):
         text += f"; beside it, {other.count:,} x {other.gpu} is {other.reason.text()}"
