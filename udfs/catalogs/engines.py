@@ -209,6 +209,7 @@ class MoeKernel:
     kernel: str
     hidden_multiple: int          # the hidden size is rounded up to a multiple of this
     shard_multiple: int           # each tensor-parallel shard's expert width (FFN / n) to a multiple of this
+    copied_bits: float            # bits a value held twice (vLLM 0.12-0.14's Triton path: the checkpoint's block scales)
     source: str
     as_of: str
     note: str

@@ -530,22 +530,24 @@ def _weights_gib(model: Model, precision: Precision | str, n_gpus: int, eng: Eng
 
 
 def expert_padding_gib(model: Model, precision: Precision | str, experts: float, shard: float, hidden_multiple: int,
-                       shard_multiple: int) -> float:
-    """GiB a kernel adds to `experts` MoE experts per GPU by padding their matrices: the hidden size rounded up to a
-    multiple of `hidden_multiple` and each shard's expert width (`shard`: the FFN width / the tensor-parallel GPUs)
-    to one of `shard_multiple`, the gate, up and down matrices stored padded at the format's bits (w13 is 2 x the
-    shard: the experts are gated), in every MoE layer. gpt-oss-120b under Marlin (256 / 128: 2,880 -> 3,072 x 2,944):
-    128 experts x 36 layers x 3 matrices at 4.25 bits, 5.13 GiB on one GPU."""
+                       shard_multiple: int, copied_bits: float = 0.0) -> float:
+    """GiB a kernel adds to `experts` MoE experts per GPU: their matrices padded (the hidden size rounded up to a
+    multiple of `hidden_multiple`, each shard's expert width, `shard`: the FFN width / the tensor-parallel GPUs, to one
+    of `shard_multiple`; the gate, up and down matrices stored at the format's bits, w13 being 2 x the shard: the
+    experts are gated), and `copied_bits` a value of the padded matrices held twice (vLLM's Triton path keeps the
+    checkpoint's block scales beside its swizzled copy: 0.25 bits), in every MoE layer. gpt-oss-120b under Marlin
+    (256 / 128: 2,880 -> 3,072 x 2,944): 128 experts x 36 layers x 3 matrices at 4.25 bits, 5.13 GiB on one GPU."""
     hidden = model.dim("hidden")
-    grown = math.ceil(hidden / hidden_multiple) * hidden_multiple * math.ceil(shard / shard_multiple) * shard_multiple
-    matrices = 3 * (grown - hidden * shard) * experts * (model.moe_layers or model.dim("layers"))
-    return matrices * as_precision(precision).bits_per_param / 8 / GIB
+    padded = math.ceil(hidden / hidden_multiple) * hidden_multiple * math.ceil(shard / shard_multiple) * shard_multiple
+    per_matrix = (padded - hidden * shard) * as_precision(precision).bits_per_param + padded * copied_bits
+    return 3 * per_matrix * experts * (model.moe_layers or model.dim("layers")) / 8 / GIB
 
 
 def kernel_padding_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
-    """GiB per GPU the engine release's MoE kernel for this format and GPU pads the expert weights by (Engine.moe_kernel,
+    """GiB per GPU the engine release's MoE kernel for this format and GPU adds to the expert weights (Engine.moe_kernel,
     udfs/data/moe_kernels.csv: vLLM 0.10.1 runs MXFP4 experts on Hopper through Marlin, 0.12 and later through Triton;
-    Marlin on SM 8.x in every release). Each GPU pads its own experts: a slice of every expert under tensor
+    Marlin on SM 8.x in every release; 0.12-0.14's Triton path also keeps the checkpoint's block scales beside its
+    swizzled copy). Each GPU pads its own experts: a slice of every expert under tensor
     parallelism, E/n whole ones under expert parallelism; a layer pipeline's stage holds its share of the layers.
     0 where the table names no kernel (other engines, GPUs and formats, dense models)."""
     kernel = eng.moe_kernel(gpu, precision) if model.is_moe else None
@@ -558,7 +560,8 @@ def kernel_padding_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpu
         experts, shard = float(math.ceil((model.n_experts or 0) / group)), float(model.dim("ffn"))
     else:
         experts, shard = float(model.n_experts or 0), model.dim("ffn") / tp
-    padding = expert_padding_gib(model, precision, experts, shard, kernel.hidden_multiple, kernel.shard_multiple)
+    padding = expert_padding_gib(model, precision, experts, shard, kernel.hidden_multiple, kernel.shard_multiple,
+                                 kernel.copied_bits)
     return padding / stages
 
 

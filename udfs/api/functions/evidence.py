@@ -28,7 +28,7 @@ WORKLOADS = {"serving": "throughput", "decode": "decode", "prefill": "prefill", 
                       "Llama 3.1 405B | inference weights (vLLM) | FP8 | H100 80GB | 8 | weights per GPU (memory) "
                       "(-18.2% out of sample)"),
                      (("Llama 3.1 70B", "B200", "fp8", "", "memory", 2),
-                      "no measurement in this regime (memory: NVIDIA B200, dense, parallel); error band P10 -37%, "
+                      "no measurement in this regime (memory: NVIDIA B200, dense, parallel); error band P10 -34%, "
                       "P90 +0% (the 4 rows of its metric level, widened x3 in log space, and no narrower than any "
                       "measured regime among them); nearest measured configuration, outside this regime: "
                       "gpt-oss-120b | inference weights (vLLM) | MXFP4 | H100 80GB | 1 | weights per GPU (memory) "
