@@ -10,7 +10,10 @@ capacity._prefill_per_step_s take it apart, per GPU: the weights' stream and the
 and per-sequence CPU time (`fixed`), the prefills a step carries on average (`prefill`) and, with data-parallel
 attention, the wait for the busiest rank's prefill (`wait`). Their sum is the modelled time per output token
 (capacity._tpot_s). What the row implies: its batch a copy x copies / its output tokens/s, the step it would
-have at the modelled batch (for a row at a stated concurrency, its own batch). Nothing is fitted here.
+have at the modelled batch (for a row at a stated concurrency, its own batch). Beside them the layout the row states
+(`TPn`: a slice of every expert on each of n GPUs; `EPn`: E/n whole experts a GPU, attention tensor-parallel; `EPn-dp`:
+with data-parallel attention), the tokens each touched expert multiplies, and the touched experts a GPU runs: the mean
+and the busiest GPU's (moe.busiest_rank_experts), which the step waits for. Nothing is fitted here.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from udfs.catalogs.catalog import as_precision  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
-from udfs.physics import capacity  # noqa: E402
+from udfs.physics import capacity, moe  # noqa: E402
 
 from benchmarks import serving_accuracy as sa  # noqa: E402
 
@@ -43,6 +46,10 @@ class StepParts:
     prefill: float
     wait: float
     measured_s: float      # the step the row implies at this batch
+    layout: str = ""       # TPn, EPn (attention tensor-parallel) or EPn-dp (attention data-parallel)
+    per_expert: float = 0  # tokens each touched expert multiplies
+    touched_mean: float = 0    # touched experts a GPU runs, on average
+    touched_max: float = 0     # ... on the busiest GPU
 
     @property
     def modelled_s(self) -> float:
@@ -68,8 +75,15 @@ def parts(case: sa.Case) -> StepParts:
     mean = point.batch * capacity.prefill_compute_s(m, g, p, case.prompt, 1, n, eng) / case.output
     carried = capacity._prefill_per_step_s(m, g, p, case.prompt, case.output, n, eng, point.batch)
     copies = case.n_gpus // n
-    return StepParts(point.batch, capacity._split(eng, n), context, step.weights, step.attention, step.allreduce,
-                     step.overhead, mean, carried - mean, point.batch * copies / case.measured)
+    split = capacity._split(eng, n)
+    ep = split if eng.expert_parallel else 1
+    _, experts, k = moe.routed(m)
+    touched = moe.touched_experts(experts, k, point.batch)
+    layout = f"EP{ep}" + ("-dp" if eng.dp_attention else "") if ep > 1 else f"TP{split}"
+    return StepParts(point.batch, split, context, step.weights, step.attention, step.allreduce,
+                     step.overhead, mean, carried - mean, point.batch * copies / case.measured, layout,
+                     moe.tokens_per_expert(m, point.batch), touched / ep,
+                     moe.busiest_rank_experts(experts, k, point.batch, ep))
 
 
 COLUMNS = ("weights", "attention", "exchange", "fixed", "prefill", "wait")
@@ -77,7 +91,8 @@ COLUMNS = ("weights", "attention", "exchange", "fixed", "prefill", "wait")
 
 def report(cases: list[sa.Case]) -> str:
     lines = ["MoE decode step by part (ms per output token, per GPU) against the step each row implies",
-             f"{'row':<28}{'GPUs':<22}{'a rank':>7}{'ctx':>7}" + "".join(f"{c:>10}" for c in COLUMNS)
+             f"{'row':<28}{'GPUs':<22}{'layout':<8}{'a rank':>7}{'ctx':>7}{'tok/exp':>8}{'exp/GPU':>8}{'busiest':>8}"
+             + "".join(f"{c:>10}" for c in COLUMNS)
              + f"{'model':>9}{'measured':>10}{'ratio':>7}"]
     for case in cases:
         try:
@@ -86,8 +101,9 @@ def report(cases: list[sa.Case]) -> str:
             lines.append(f"{case.ref:<28}no estimate: {exc}")
             continue
         figures = "".join(f"{1e3 * getattr(s, c):>10.1f}" for c in COLUMNS)
-        lines.append(f"{case.ref.split('/')[-1]:<28}{f'{case.n_gpus} x {case.gpu.name}'[:21]:<22}"
-                     f"{s.batch / s.ranks:>7.0f}{s.context:>7.0f}{figures}{1e3 * s.modelled_s:>9.1f}"
+        lines.append(f"{case.ref.split('/')[-1]:<28}{f'{case.n_gpus} x {case.gpu.name}'[:21]:<22}{s.layout:<8}"
+                     f"{s.batch / s.ranks:>7.0f}{s.context:>7.0f}{s.per_expert:>8.1f}{s.touched_mean:>8.1f}"
+                     f"{s.touched_max:>8.1f}{figures}{1e3 * s.modelled_s:>9.1f}"
                      f"{1e3 * s.measured_s:>10.1f}{s.measured_s / s.modelled_s:>7.2f}  {case.model.name}, "
                      f"{case.engine.name}")
     return "\n".join(lines)

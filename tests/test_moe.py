@@ -2,6 +2,7 @@
 the authors count them, expert-parallel memory, and the per-expert cost in a decode step."""
 
 import math
+import shutil
 
 import pytest
 
@@ -95,9 +96,61 @@ def test_expert_gemm_floor_and_roofline_by_hand():
     assert moe.expert_seconds(model, 1, 1, bandwidth, rate) == pytest.approx(48 * 8 * one)
     # the same bytes in fewer, larger matrices would be quicker: the floor binds for these small experts
     assert moe.expert_seconds(model, 1, 1, bandwidth, rate) > 48 * 8 * per_layer / bandwidth
-    # expert parallel: each of 4 GPUs runs a quarter of the touched experts, whole
+    # expert parallel: each of 4 GPUs runs its own touched experts, whole, and the step waits for the GPU that
+    # touches the most of them (at 512 tokens every expert is touched: a quarter each, no imbalance left)
     assert moe.expert_seconds(model, 512, 1, bandwidth, rate, ep=4) == pytest.approx(
-        moe.expert_seconds(model, 512, 1, bandwidth, rate) / 4)
+        moe.expert_seconds(model, 512, 1, bandwidth, rate) / 4, rel=1e-6)
+    assert moe.expert_seconds(model, 1, 1, bandwidth, rate, ep=4) == pytest.approx(
+        48 * moe.busiest_rank_experts(128, 8, 1, 4) * one)
+
+
+def test_busiest_rank_experts_by_hand_and_limits():
+    # one GPU (or tensor parallel): every touched expert
+    assert moe.busiest_rank_experts(256, 8, 64, 1) == pytest.approx(moe.touched_experts(256, 8, 64))
+    # 2 GPUs of one expert each, one token choosing 1 of 2: a count of 0 or 1 per GPU, never both 1: the
+    # independent-hit approximation gives P(max = 1) = 1 - (1 - 1/2)^2 = 3/4 (exact: 1)
+    assert moe.busiest_rank_experts(2, 1, 1, 2) == pytest.approx(0.75)
+    # 8 GPUs x 32 experts, q = touched/E: E[max] = sum_j 1 - F(j)^8 with F the Binomial(32, q) CDF, by hand
+    q = moe.touched_experts(256, 8, 16) / 256
+    cdf = [sum(math.comb(32, i) * q ** i * (1 - q) ** (32 - i) for i in range(j + 1)) for j in range(32)]
+    assert moe.busiest_rank_experts(256, 8, 16, 8) == pytest.approx(sum(1 - f ** 8 for f in cdf))
+    # the busiest GPU runs more than the mean share, at most its E/n, and all of them once every expert is touched
+    for tokens in (1, 4, 16, 64):
+        mean = moe.touched_experts(256, 8, tokens) / 8
+        assert mean < moe.busiest_rank_experts(256, 8, tokens, 8) <= 32
+    assert moe.busiest_rank_experts(256, 8, 5000, 8) == pytest.approx(32)
+    assert moe.busiest_rank_experts(256, 8, 0, 8) == 0
+
+
+@pytest.mark.libreoffice
+@pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")
+def test_workbook_busiest_rank_formula_equals_moe(tmp_path):
+    """The inference plan's native formula for the busiest GPU's experts (serving_calc.busiest_experts_s), recalculated
+    in LibreOffice, equals moe.busiest_rank_experts, expert parallel or not."""
+    from openpyxl import Workbook
+
+    from workbook_templates import serving_calc
+    from workbook_templates.recalc import convert
+
+    cases = [(256, 8, 1, 8), (256, 8, 64, 8), (256, 8, 16, 4), (128, 8, 10, 2), (8, 2, 3, 8), (256, 8, 64, 1)]
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "S"
+    for i, (experts, k, batch, split) in enumerate(cases):
+        for col, value in enumerate((experts, k, "expert")):
+            ws.cell(row=i + 1, column=col + 1, value=value)
+        touched = f"A{i + 1}*(1-(1-B{i + 1}/A{i + 1})^{batch})"
+        formula = serving_calc.busiest_experts_s(touched, str(split))
+        ws.cell(row=i + 1, column=4, value="=" + formula.replace("SrvExperts", f"A{i + 1}")
+                .replace("SrvMoePar", f"C{i + 1}"))
+    path = tmp_path / "busiest.xlsx"
+    wb.save(path)
+    out = convert([path], tmp_path / "out")[0]
+    from openpyxl import load_workbook
+    got = load_workbook(out, data_only=True)["S"]
+    for i, (experts, k, batch, split) in enumerate(cases):
+        assert got.cell(row=i + 1, column=4).value == pytest.approx(moe.busiest_rank_experts(experts, k, batch, split),
+                                                                    rel=1e-9)
 
 
 def test_moe_step_reads_follow_the_batch():

@@ -281,14 +281,23 @@ def experts_s(batch: str, split: str, params: str) -> str:
     """Seconds per GPU for the routed experts of a step (moe.expert_seconds and moe.routing_seconds): per MoE
     layer, each touched expert's two GEMMs (`params` a GPU reads of each: a 1/n slice of every expert, or E/n
     whole experts a GPU when the engine runs MoE layers expert-parallel) on their own roofline with the floor,
-    plus routing."""
+    for the experts this GPU runs (all touched ones, or under expert parallelism the busiest GPU's:
+    moe.busiest_rank_experts), plus routing."""
     touched = f"SrvExperts*(1-(1-SrvTopK/SrvExperts)^{batch})"
-    ep = f'IF(SrvMoePar="expert",{split},1)'          # expert parallel: E/n whole experts a GPU
     rows = f"{batch}*SrvTopK/({touched})"
     gemm = [f"MAX({params}*{share}*SrvWidth/SrvBwWeights,2*{params}*{share}*{rows}/SrvFlops,SrvK_MoeFloorUs*0.000001)"
             for share in ("SrvGemmShare", "(1-SrvGemmShare)")]
     routing = f"SrvK_MoeRoutingPasses*{batch}*SrvTopK*SrvHidden*2/{split}/SrvBwKv"
-    return f"IF(SrvExperts>0,SrvMoeLayers*({touched})/{ep}*({'+'.join(gemm)})+SrvMoeLayers*{routing},0)"
+    return (f"IF(SrvExperts>0,SrvMoeLayers*{busiest_experts_s(touched, split)}*({'+'.join(gemm)})"
+            f"+SrvMoeLayers*{routing},0)")
+
+
+def busiest_experts_s(touched: str, split: str) -> str:
+    """Touched experts the busiest GPU runs (moe.busiest_rank_experts): under expert parallelism the mean of the
+    largest of n Binomial(E/n, touched/E) counts, sum over j of 1 - F(j)^n; all touched experts otherwise."""
+    local = f"ROUNDUP(SrvExperts/{split},0)"
+    cdf = f'BINOMDIST(ROW(INDIRECT("1:"&{local}))-1,{local},MIN(1,({touched})/SrvExperts),TRUE)'
+    return f'IF(SrvMoePar="expert",SUMPRODUCT(1-{cdf}^{split}),{touched})'
 
 
 def eager_s(batch: str) -> str:

@@ -19,7 +19,9 @@ matrices. Routing adds moving each token's activations to its experts and back
 (calibration.MOE_ROUTING_PASSES passes of k x hidden 16-bit values per token).
 
 Layouts. Under TP every GPU holds 1/n of every expert (and runs every touched expert's GEMMs on its
-slice); under EP each GPU holds E/n whole experts and runs the touched ones among them; attention and
+slice); under EP each GPU holds E/n whole experts and runs the touched ones among them, and every step
+waits for the GPU that touches the most (`busiest_rank_experts`: at one token, k = 8 of 256 experts over 8
+GPUs, the busiest runs about 2.5 where the mean is 1; at a batch that touches every expert, E/n each); attention and
 dense layers are either split (TP) or replicated with each GPU serving its own sequences (data-parallel
 attention), in which case the tokens reach their experts and come back by two all-to-alls per MoE
 layer (`expert_exchange_s`, timed by the collectives model's all-to-all).
@@ -78,11 +80,31 @@ def tokens_per_expert(model: Model, tokens: float) -> float:
     return tokens * k / touched if touched else 0.0
 
 
+def busiest_rank_experts(experts: float, k: float, tokens: float, ranks: int) -> float:
+    """Expected touched experts on the busiest of `ranks` GPUs each holding E/ranks whole experts (expert
+    parallel), which every step waits for: the mean of the largest of `ranks` counts, each Binomial(E/ranks, q)
+    with q = touched / E the chance an expert is touched (balls into bins under uniform top-k routing; the
+    experts' hits taken as independent), sum over j of 1 - F(j)^ranks. All touched experts for one rank."""
+    touched = touched_experts(experts, k, tokens)
+    if ranks <= 1 or not touched:
+        return touched
+    local = math.ceil(experts / ranks)
+    q = min(touched / experts, 1.0)
+    if q >= 1:
+        return float(local)
+    cdf, total = 0.0, 0.0
+    for j in range(local):
+        cdf += math.comb(local, j) * q ** j * (1 - q) ** (local - j)
+        total += 1 - min(cdf, 1.0) ** ranks
+    return total
+
+
 def expert_seconds(model: Model, tokens: float, width_bytes: float, bandwidth: float, rate: float,
                    tp: int = 1, ep: int = 1) -> float:
     """Seconds per GPU for the routed experts of one step of `tokens` tokens: per MoE layer, each touched
     expert's GEMMs on their own roofline with the per-GEMM floor. `tp` GPUs each hold a 1/tp slice of
-    every expert; `ep` GPUs each hold E/ep whole experts (the touched ones spread evenly)."""
+    every expert; `ep` GPUs each hold E/ep whole experts, and the step waits for the GPU that touches the
+    most of its own (busiest_rank_experts)."""
     per_expert, experts, k = routed(model)
     touched = touched_experts(experts, k, tokens)
     if not touched:
@@ -93,7 +115,7 @@ def expert_seconds(model: Model, tokens: float, width_bytes: float, bandwidth: f
     floor = cal.MOE_GEMM_FLOOR_US * 1e-6
     one = sum(max(params * s * width_bytes / bandwidth, 2 * params * s * rows / rate, floor)
               for s in gemm_shares(model))
-    return layers * touched / ep * one
+    return layers * busiest_rank_experts(experts, k, tokens, ep) * one
 
 
 def routing_seconds(model: Model, tokens: float, bandwidth: float, split: int = 1) -> float:
