@@ -13,7 +13,9 @@ attention, the wait for the busiest rank's prefill (`wait`). Their sum is the mo
 have at the modelled batch (for a row at a stated concurrency, its own batch). Beside them the layout the row states
 (`TPn`: a slice of every expert on each of n GPUs; `EPn`: E/n whole experts a GPU, attention tensor-parallel; `EPn-dp`:
 with data-parallel attention), the tokens each touched expert multiplies, and the touched experts a GPU runs: the mean
-and the busiest GPU's (moe.busiest_rank_experts), which the step waits for. Nothing is fitted here.
+and the busiest GPU's (moe.busiest_rank_experts), which the step waits for; `experts` is the routed experts' part of
+`weights`, `implied` what the measured step leaves for them once every other modelled part is taken off. Nothing is
+fitted here.
 """
 
 from __future__ import annotations
@@ -50,10 +52,16 @@ class StepParts:
     per_expert: float = 0  # tokens each touched expert multiplies
     touched_mean: float = 0    # touched experts a GPU runs, on average
     touched_max: float = 0     # ... on the busiest GPU
+    experts: float = 0     # the routed experts' part of `weights` (capacity._experts_s)
 
     @property
     def modelled_s(self) -> float:
         return self.weights + self.attention + self.exchange + self.fixed + self.prefill + self.wait
+
+    @property
+    def experts_implied_s(self) -> float:
+        """What the measured step leaves for the routed experts once every other modelled part is taken off it."""
+        return self.measured_s - (self.modelled_s - self.experts)
 
 
 def selected(cases: list[sa.Case], model: str = "") -> list[sa.Case]:
@@ -83,7 +91,8 @@ def parts(case: sa.Case) -> StepParts:
     return StepParts(point.batch, split, context, step.weights, step.attention, step.allreduce,
                      step.overhead, mean, carried - mean, point.batch * copies / case.measured, layout,
                      moe.tokens_per_expert(m, point.batch), touched / ep,
-                     moe.busiest_rank_experts(experts, k, point.batch, ep))
+                     moe.busiest_rank_experts(experts, k, point.batch, ep),
+                     capacity._experts_s(m, g, p, point.batch, n, eng))
 
 
 COLUMNS = ("weights", "attention", "exchange", "fixed", "prefill", "wait")
@@ -93,7 +102,7 @@ def report(cases: list[sa.Case]) -> str:
     lines = ["MoE decode step by part (ms per output token, per GPU) against the step each row implies",
              f"{'row':<28}{'GPUs':<22}{'layout':<8}{'a rank':>7}{'ctx':>7}{'tok/exp':>8}{'exp/GPU':>8}{'busiest':>8}"
              + "".join(f"{c:>10}" for c in COLUMNS)
-             + f"{'model':>9}{'measured':>10}{'ratio':>7}"]
+             + f"{'model':>9}{'measured':>10}{'ratio':>7}{'experts':>9}{'implied':>9}"]
     for case in cases:
         try:
             s = parts(case)
@@ -104,7 +113,8 @@ def report(cases: list[sa.Case]) -> str:
         lines.append(f"{case.ref.split('/')[-1]:<28}{f'{case.n_gpus} x {case.gpu.name}'[:21]:<22}{s.layout:<8}"
                      f"{s.batch / s.ranks:>7.0f}{s.context:>7.0f}{s.per_expert:>8.1f}{s.touched_mean:>8.1f}"
                      f"{s.touched_max:>8.1f}{figures}{1e3 * s.modelled_s:>9.1f}"
-                     f"{1e3 * s.measured_s:>10.1f}{s.measured_s / s.modelled_s:>7.2f}  {case.model.name}, "
+                     f"{1e3 * s.measured_s:>10.1f}{s.measured_s / s.modelled_s:>7.2f}{1e3 * s.experts:>9.1f}"
+                     f"{1e3 * s.experts_implied_s:>9.1f}  {case.model.name}, "
                      f"{case.engine.name}")
     return "\n".join(lines)
 

@@ -42,3 +42,19 @@ def test_the_measured_step_is_the_rows_batch_over_its_rate(rows):
     s = mb.parts(case)
     assert s.batch == case.batch
     assert s.measured_s == pytest.approx(case.batch / case.measured)
+
+
+def test_the_experts_part_is_the_routed_experts_of_the_step(rows):
+    """`experts` is moe.expert_seconds at the row's layout, part of `weights`: on an expert-parallel row the busiest
+    GPU's whole experts, on a tensor-parallel one a slice of every touched expert."""
+    from udfs.physics import moe
+    for layout in ("EP8", "TP8"):
+        case = next(c for c in rows if mb.parts(c).layout == layout)
+        s, p = mb.parts(case), as_precision(case.precision)
+        bandwidth = capacity._bandwidth(case.gpu, p, case.engine)
+        rate = capacity._decode_flops(case.gpu, p, case.engine, s.batch)
+        tp, ep = (1, 8) if layout == "EP8" else (8, 1)
+        assert s.experts == pytest.approx(moe.expert_seconds(case.model, s.batch, p.bytes_per_param, bandwidth, rate,
+                                                             tp=tp, ep=ep), rel=1e-12)
+        assert 0 < s.experts < s.weights
+        assert s.touched_mean <= s.touched_max

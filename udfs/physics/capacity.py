@@ -206,7 +206,6 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
     tp, stages = layout(gpu, eng, n_gpus)
     bandwidth = _bandwidth(gpu, precision, eng) / stages   # each micro-batch re-reads its stage's weights
     matmul = _decode_flops(gpu, precision, eng, batch)
-    width = precision.bytes_per_param
 
     per_expert, _, k = moe.routed(model)
     dense = _matmul_params(model) - k * per_expert
@@ -214,9 +213,7 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
     dp = _dp_attention(model, eng, split)                   # each GPU reads the dense weights whole, for its sequences
     products = _product_seconds_per_token(model, dense, precision, matmul, lambda: _decode_flops(gpu, None, eng, batch))
     weights = max(dense_stream / bandwidth / (1 if dp else split), products * batch / split)
-    # routed experts: each touched expert's GEMMs on their own roofline with a floor, plus routing (moe.py)
-    ep = split if eng.expert_parallel else 1                # EP: E/n whole experts a GPU, else a slice of each
-    weights += moe.expert_seconds(model, batch, width, bandwidth, matmul, tp=split // ep, ep=ep) \
+    weights += _experts_s(model, gpu, precision, batch, n_gpus, eng) \
         + moe.routing_seconds(model, batch, _bandwidth(gpu, None, eng) / stages, split)
 
     # KV cache by attention layout: global layers read the whole context, local (sliding or
@@ -228,6 +225,17 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
     links = _exchange_s(model, gpu, tp, batch / stages, eng) + _stage_hops_s(model, batch / stages, stages)
     cpu = (eng.sequence_overhead_us or 0.0) * 1e-6 * batch     # per running sequence, the GPU waiting (engine profile)
     return Step(weights, attention, links, _overhead_s(model, gpu, eng, n_gpus, batch) + cpu)
+
+
+def _experts_s(model: Model, gpu: Gpu, precision: Precision, batch: float, n_gpus: int, eng: Engine) -> float:
+    """A decode step's routed experts per GPU (moe.expert_seconds): each touched expert's GEMMs on their own roofline
+    with a floor, a slice of every expert a GPU, or under expert parallelism E/n whole experts a GPU and the busiest
+    GPU's share."""
+    split = _split(eng, n_gpus)
+    stages = layout(gpu, eng, n_gpus)[1]
+    ep = split if eng.expert_parallel else 1                # EP: E/n whole experts a GPU, else a slice of each
+    return moe.expert_seconds(model, batch, precision.bytes_per_param, _bandwidth(gpu, precision, eng) / stages,
+                              _decode_flops(gpu, precision, eng, batch), tp=split // ep, ep=ep)
 
 
 def _exchange_s(model: Model, gpu: Gpu, tp: int, tokens: float, eng: Engine) -> float:
