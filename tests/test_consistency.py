@@ -50,6 +50,18 @@ def _report(model, gpu, precision, basis) -> tuple | None:
     return (row.gpus_per_copy, row.batch, row.count) if row.fits else None
 
 
+def _whole_instances(plan: tuple | None, gpu: str) -> tuple | None:
+    """Rented GPUs come in whole instances of the cheapest current on-demand row that holds a whole copy, up to a
+    server (a copy's tensor-parallel group shares one instance's GPU link, never two one-GPU machines)."""
+    if plan is None:
+        return None
+    together = min(plan[0], catalog.gpu(gpu).system_gpus)       # a copy over servers spans whole ones
+    rows = [p for p in catalog.cloud_prices() if p.gpu == catalog.gpu(gpu).name and p.status == "current"
+            and p.pricing == "on-demand" and (p.usd_per_gpu_hour or 0) > 0 and (p.gpu_count or 1) >= together]
+    unit = min(rows, key=lambda p: p.usd_per_gpu_hour).gpu_count or 1
+    return plan[0], plan[1], math.ceil(plan[2] / unit) * unit
+
+
 def _whole_systems(plan: tuple | None, gpu: str) -> tuple | None:
     """Owned GPUs come in whole systems (picker.whole_systems): the same copies' size and batch."""
     if plan is None:
@@ -62,8 +74,8 @@ def _whole_systems(plan: tuple | None, gpu: str) -> tuple | None:
 @pytest.mark.parametrize("model", COUNTS + CATALOG, ids=str)
 def test_rank_traffic_and_report_size_the_same_deployment(model, gpu, precision):
     sized = _traffic(model, gpu, precision)
-    assert _rank(model, gpu, precision, "cloud") == sized
-    assert _report(model, gpu, precision, "cloud") == sized
+    assert _rank(model, gpu, precision, "cloud") == _whole_instances(sized, gpu)
+    assert _report(model, gpu, precision, "cloud") == _whole_instances(sized, gpu)
     assert _rank(model, gpu, precision, "owned") == _whole_systems(sized, gpu)
     assert _report(model, gpu, precision, "owned") == _whole_systems(sized, gpu)
 

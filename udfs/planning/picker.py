@@ -17,8 +17,9 @@ for the traffic, with copies added until the p95 wait for a free slot keeps the 
 and one spare copy (N+1).
 
 Counts are what is sold: owned options are whole systems (`system_gpus`: an 8-GPU HGX board, a
-72-GPU NVL72 rack, one PCIe card), cloud options whole instances (the cheapest price row's
-`gpu_count`). Training at scale loses time to the exposed gradient
+72-GPU NVL72 rack, one PCIe card), cloud options whole instances (the `gpu_count` of the cheapest price row
+holding the GPUs that must share the GPU link - a serving copy, a job's GPUs up to a server: instance_gpus -
+at its rate). Training at scale loses time to the exposed gradient
 synchronisation (training.scale_out_efficiency: layout, batch, overlap), so more GPUs never cost fewer
 GPU-hours. A budget is cash (`Budget`):
 capex up front, rent or the data-centre month a month; a tie goes to fewer GPUs.
@@ -91,6 +92,7 @@ class Option:
     spare_copies: int | None = None       # serving: copies beyond the traffic's (N+1), in the count
     ttft_p95_ms: float | None = None      # serving: the p95 wait for a slot + the mean time to first token
     latency_p95_s: float | None = None    # serving: the p95 wait for a slot + the mean whole request
+    instance_gpus: int = 1                # cloud: GPUs that must be in one instance (instance_gpus); its rate is cloud_row's
     gpu_row: Gpu = field(kw_only=True, repr=False, compare=False)   # the GPU itself (never looked up again)
     evidence: evidence.Evidence | None = field(default=None, kw_only=True, repr=False, compare=False)
     to_verify: str = field(default="", kw_only=True)   # the measurement that would verify it (unverified only)
@@ -165,13 +167,34 @@ class Budget:
         return None
 
 
-def sold_unit(gpu: Gpu, basis: str) -> int:
+def sold_unit(gpu: Gpu, basis: str, together: int = 1) -> int:
     """GPUs in the smallest unit one can buy or rent: an owned system (`system_gpus`) or a cloud
-    instance (the `gpu_count` of the cheapest on-demand row; 1 where the catalog rents none)."""
+    instance (the `gpu_count` of the cheapest on-demand row holding `together` GPUs, cloud_row; 1 where the
+    catalog rents none)."""
     if basis == "owned":
         return int(gpu.need("system_gpus", "buying whole systems"))
-    row = catalog.cheapest_cloud_price(gpu.name)
+    row = cloud_row(gpu, together)
     return row.gpu_count if row is not None and row.gpu_count else 1
+
+
+def cloud_row(gpu: Gpu, together: int = 1) -> catalog.CloudPrice | None:
+    """The cheapest current on-demand instance of the GPU with at least `together` of them (with 1, the catalog's
+    cheapest row). GPUs that must share the GPU link are rented in one instance, not as separate one-GPU machines:
+    a serving copy's tensor-parallel group, and a job's GPUs up to a server (instance_gpus)."""
+    rows = [p for p in catalog.cloud_prices() if p.gpu == gpu.name and p.status == "current"
+            and p.pricing == "on-demand" and p.usd_per_gpu_hour is not None and p.usd_per_gpu_hour > 0
+            and (p.gpu_count or 1) >= together]
+    return min(rows, key=lambda p: p.usd_per_gpu_hour or 0.0) if rows else None
+
+
+def instance_gpus(gpu: Gpu, count: int, gpus_per_copy: int | None = None) -> int:
+    """GPUs of an option that must be in one rented instance: a serving copy's tensor-parallel group, up to a
+    server (a copy over servers spans whole ones, joined by the network, capacity.plan_for_demand); a job's GPUs up
+    to a server (training.layout puts tensor parallelism, and the gradient ring's inner step, on the GPU link of a
+    `system_gpus` server)."""
+    if gpus_per_copy is not None:
+        return min(gpus_per_copy, gpu.system_gpus or gpus_per_copy)
+    return min(count, int(gpu.need("system_gpus", "training across GPUs"))) if count > 1 else 1
 
 
 def whole(count: int, unit: int) -> int:
@@ -188,8 +211,9 @@ def spread(ev: evidence.Evidence | None, point: float | None, cost: bool = False
     return ev.value_range(point, inverse=cost and ev.regime.metric == "throughput")
 
 
-def cloud_rate(gpu: Gpu) -> tuple[float, str] | None:
-    best = catalog.cheapest_cloud_price(gpu.name)
+def cloud_rate(gpu: Gpu, together: int = 1) -> tuple[float, str] | None:
+    """$/GPU-hour and its note of the cheapest instance holding `together` GPUs (cloud_row)."""
+    best = cloud_row(gpu, together)
     if best is None or best.usd_per_gpu_hour is None:
         return None
     return best.usd_per_gpu_hour, cloud_note(best)
@@ -233,7 +257,7 @@ def _fail(option: Option, status: Status, **figures) -> Option:
     return option
 
 
-def _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis) -> Option:
+def _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis, together: int = 1) -> Option:
     gpu.tensor_peak(precision, "training time", weight_only=False)        # no tensor units: the error, first
     option = Option(gpu.name, 0, False, None, None, None, "$", rate[1] if rate else "no price", gpu_row=gpu)
     usable = training_memory.usable_gib(gpu)
@@ -251,15 +275,16 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
                      needed_gbs=catalog.NVLINK_CLASS_GBS)
     scope, method = training_scope(workload), training_method(workload)
     ideal = training.on_cluster(model, gpu, tokens, 1, precision, scope, method=method).compute_gpu_hours
-    unit = sold_unit(gpu, basis)
+    unit = sold_unit(gpu, basis, together)
     count, eff = training_count(model, gpu, precision, ideal, n_mem, deadline, unit, method)
     option.count, option.purchase_unit, option.mem_count = count, unit, n_mem
     option.ideal_gpu_hours, option.gpu_hours = ideal, ideal / eff          # on_cluster's hours at that count
     option.days = option.gpu_hours / count / 24
+    option.instance_gpus = together
     if count > MAX_GPUS:
         return _fail(option, Status.MISSES_DEADLINE, count=count)
     if rate is None:
-        return _fail(option, Status.NO_PRICE, basis=basis)
+        return _fail(option, Status.NO_PRICE, basis=basis, **({"together": together} if together > 1 else {}))
     option.cost = option.gpu_hours * rate[0]
     return option
 
@@ -489,11 +514,23 @@ def _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, s
     rate = price(gpu, workload, basis)
     if workload == "serve":
         opt = _serving_option(gpu, model, precision, shape, tokens_or_traffic or 0, min_tps, rate, basis)
-        whole_systems(opt, gpu, rate, tokens_or_traffic, sold_unit(gpu, basis))
+        together = instance_gpus(gpu, opt.count, opt.gpus_per_copy or 1)
+        if basis == "cloud" and together > 1:        # a copy's GPUs in one instance: its price, sized the same
+            rate = cloud_rate(gpu, together)
+            opt = _serving_option(gpu, model, precision, shape, tokens_or_traffic or 0, min_tps, rate, basis)
+            opt.instance_gpus = together
+            if opt.status is Status.NO_PRICE:
+                opt.reason = Reason(Status.NO_PRICE, {"basis": basis, "together": together})
+        whole_systems(opt, gpu, rate, tokens_or_traffic, sold_unit(gpu, basis, opt.instance_gpus))
     else:
-        tokens = job_tokens(workload, model, tokens_or_traffic)
-        opt = _training_option(gpu, model, workload, precision, tokens, deadline_days or defaults.DEADLINE_DAYS,
-                               rate, basis)
+        tokens, deadline = job_tokens(workload, model, tokens_or_traffic), deadline_days or defaults.DEADLINE_DAYS
+        opt = _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis)
+        for _ in range(3):                           # a job's GPUs up to a server in one instance
+            together = instance_gpus(gpu, opt.count) if basis == "cloud" and opt.count else 1
+            if together <= opt.instance_gpus:
+                break
+            rate = cloud_rate(gpu, together)
+            opt = _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis, together)
     if opt.ok and rate is not None and opt.count:
         _cash(opt, gpu, workload, basis, rate[0])
     return opt

@@ -68,6 +68,9 @@ TEMPLATES: dict[tuple[Status, frozenset[str]], str] = {
     (Status.TOO_LITTLE_THROUGHPUT, frozenset({"capacity", "needed"})):
         "too little throughput: {capacity:,.0f} tokens/s < {needed:,.0f} needed",
     (Status.NO_PRICE, frozenset({"basis"})): "no {basis} price in the catalog",
+    (Status.NO_PRICE, frozenset({"basis", "together"})):
+        "no {basis} instance in the catalog holds {together} of these GPUs on one link (a copy's tensor-parallel "
+        "group, or a job's GPUs up to a server)",
     (Status.NO_PRICE, frozenset({"basis", "scenario"})): "no {basis} price in the catalog or the scenario",
     (Status.OVER_BUDGET, frozenset({"cost", "budget", "what"})): "over budget: {what} ${cost:,.0f} > ${budget:,.0f}",
     (Status.NOT_LICENSED, frozenset({"gpu", "include"})):

@@ -367,7 +367,8 @@ def own_vs_rent(sc: Scenario, rows: list[Row], best: Row) -> OwnVsRent | Missing
     pays the rate for 730 h a month per GPU serving, for the busy hours (730 x utilization) training.
     The same money (sweep.money) as every row; MissingPrice when the GPU lacks a price on either side."""
     g = best.gpu_row
-    own, rent = money(sc, g, "owned"), money(sc, g, "cloud")
+    together = picker.instance_gpus(g, best.count, best.gpus_per_copy if sc.serving else None)
+    own, rent = money(sc, g, "owned"), money(sc, g, "cloud", together=together)
     if own is None or rent is None:
         return MissingPrice(g.name, best.count, "cloud" if rent is None else "owned")
     o, n, bought = sc.ownership, best.count, owned_count(sc, g, best.count)
@@ -379,7 +380,7 @@ def own_vs_rent(sc: Scenario, rows: list[Row], best: Row) -> OwnVsRent | Missing
     return OwnVsRent(gpu=g.name, count=n, bought=bought, rent_rate=rent.rate, capex=bought * own.capex,
                      used_hours_per_month=used, running_per_month=bought * own.running,
                      months=list(range(months + 1)), own=own_cash, rent=rent_cash,
-                     crossover_month=breakeven_month(sc, g, n))
+                     crossover_month=breakeven_month(sc, g, n, together=together))
 
 
 # ---------------------------------------------------------------- sentences and the JSON summary

@@ -150,8 +150,9 @@ class Money:
     lines: dict | None = None
 
 
-def money(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0) -> Money | None:
-    rate = scenario_rate(sc, gpu, basis, price_scale)
+def money(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0, together: int = 1) -> Money | None:
+    """`together`: GPUs that must be in one rented instance (picker.instance_gpus); cloud only."""
+    rate = scenario_rate(sc, gpu, basis, price_scale, together)
     if rate is None:
         return None
     if basis == "cloud":
@@ -169,13 +170,14 @@ def owned_count(sc: Scenario, gpu: catalog.Gpu, count: int) -> int:
     return picker.whole(count, picker.sold_unit(gpu, "owned"))
 
 
-def breakeven_month(sc: Scenario, gpu: catalog.Gpu, count: int, price_scale: float = 1.0) -> int | None:
+def breakeven_month(sc: Scenario, gpu: catalog.Gpu, count: int, price_scale: float = 1.0,
+                    together: int = 1) -> int | None:
     """First month in which renting `count` of this GPU at its cheapest cloud rate has cost as much as
     buying them (whole systems to serve; capex up front) and running them; rent is for 730 h a month
     serving, for the busy hours (730 x utilization) training. None: no price on one side, or not
     within the lifetime, or a figure owning needs is missing (its #N/A is the owned row's reason)."""
     try:
-        own, rent = money(sc, gpu, "owned", price_scale), money(sc, gpu, "cloud", price_scale)
+        own, rent = money(sc, gpu, "owned", price_scale), money(sc, gpu, "cloud", price_scale, together)
         bought = owned_count(sc, gpu, count)
     except MissingFigure:
         return None
@@ -190,13 +192,15 @@ def breakeven_month(sc: Scenario, gpu: catalog.Gpu, count: int, price_scale: flo
     return m if m <= months else None
 
 
-def scenario_rate(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0) -> tuple[float, str] | None:
-    """$/GPU-hour and its note: the scenario's price where it gives one, else the catalog's."""
+def scenario_rate(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0,
+                  together: int = 1) -> tuple[float, str] | None:
+    """$/GPU-hour and its note: the scenario's price where it gives one, else the catalog's (rented: the cheapest
+    instance holding `together` GPUs, picker.cloud_row)."""
     if basis == "cloud":
         if gpu.name in sc.cloud_overrides:
             r = sc.cloud_overrides[gpu.name] * price_scale
             return r, f"negotiated ${sc.cloud_overrides[gpu.name]:g}/GPU-h (scenario)"
-        cloud = picker.cloud_rate(gpu)
+        cloud = picker.cloud_rate(gpu, together)
         return (cloud[0] * price_scale, cloud[1]) if cloud else None
     price = purchase_price(sc, gpu, price_scale)
     where = "scenario" if gpu.name in sc.purchase_overrides else "catalog"
@@ -238,7 +242,7 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
                 continue
             gpu = opt.gpu_row
             try:
-                rate = scenario_rate(sc, gpu, basis, price_scale)
+                rate = scenario_rate(sc, gpu, basis, price_scale, opt.instance_gpus)
                 if sc.serving:
                     new = _serving_rows(sc, model, gpu, opt, basis, rate, given(work, "the traffic"), efficiency,
                                         work_scale, price_scale)
@@ -304,24 +308,25 @@ def _training_rows(sc: Scenario, opt, basis: str, rate, deadline: float, price_s
             r.fail(Status.NO_FIT, count=c, min_count=min_count)
         elif days > deadline * (1 + 1e-9):
             r.fail(Status.MISSES_DEADLINE, days=days, deadline=deadline)
-        m = money(sc, opt.gpu_row, basis, price_scale) if rate is not None else None
+        together = picker.instance_gpus(opt.gpu_row, c)
+        m = money(sc, opt.gpu_row, basis, price_scale, together) if rate is not None else None
         if m is None:
             _no_price(r, basis)
         else:
-            _price(sc, r, m, c, price_scale)
+            _price(sc, r, m, c, price_scale, together)
             r.total_cost = gpu_hours * m.rate
             r.rented_hours = gpu_hours if basis == "cloud" else None
         out.append(r)
     return out
 
 
-def _price(sc: Scenario, r: Row, m: Money, count: int, price_scale: float) -> None:
+def _price(sc: Scenario, r: Row, m: Money, count: int, price_scale: float, together: int = 1) -> None:
     """The money of `count` GPUs on a row (the same figures for every sheet, chart and the JSON)."""
     r.rate, r.rate_note = m.rate, m.note
     r.monthly_cost = m.month * count
     r.capex = m.capex * count
     r.lines = {k: v * count for k, v in m.lines.items()} if m.lines else None
-    r.breakeven_month = breakeven_month(sc, r.gpu_row, count, price_scale)
+    r.breakeven_month = breakeven_month(sc, r.gpu_row, count, price_scale, together)
 
 
 def _same_for_counts(sc: Scenario, base: Row) -> list[Row]:
@@ -367,11 +372,11 @@ def _serving_rows(sc: Scenario, model, gpu, opt, basis: str, rate, traffic: floa
             r.reason = opt.reason
         elif r.capacity_tps < traffic * (1 - 1e-9) and c != opt.count:
             r.fail(Status.TOO_LITTLE_THROUGHPUT, capacity=r.capacity_tps, needed=traffic)
-        m = money(sc, gpu, basis, price_scale) if rate is not None else None
+        m = money(sc, gpu, basis, price_scale, tp) if rate is not None else None
         if m is None:
             _no_price(r, basis)
         else:
-            _price(sc, r, m, c, price_scale)
+            _price(sc, r, m, c, price_scale, tp)
             r.total_cost = r.monthly_cost = m.month * c
             r.rented_hours = c * HOURS_PER_MONTH if basis == "cloud" else None
             r.cost_per_1m = served_cost_per_1m(m.month * c, c, given(sc.tokens_per_month, "the tokens a month") * work_scale)
