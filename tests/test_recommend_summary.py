@@ -159,3 +159,20 @@ def test_the_reports_evidence_line_says_the_latency_target_has_no_margin():
     line = report_model.evidence_sentence(sc, row)
     assert (slow > sc.p95_latency_s) == ("p95 holds only at the estimate" in line)
     assert f"a request takes {slow:,.1f} s or more" in line or f"a request takes about {slow:,.1f} s," in line
+
+
+def test_a_service_sized_with_no_latency_target_says_how_long_a_request_takes():
+    """Buyer pass: with no max_latency_s each copy runs at the largest batch its cache holds; the summary says what
+    a request then takes (GPUS_FOR_TRAFFIC's latency_ms for the winner's GPU at the same load), and with a target
+    it says whether the target holds instead."""
+    rpm, out = 1000, 256
+    args = ("serve", "Llama 3.1 405B", "fp8", "cost", "", "", rpm / 60 * out, "", "auto", 0)
+    gpu = udfs.call("GPU_RECOMMEND", *args, "gpu", 1024, out)
+    text = udfs.call("GPU_RECOMMEND", *args, "summary", 1024, out)
+    latency = udfs.call("GPUS_FOR_TRAFFIC", "Llama 3.1 405B", gpu, rpm, 1024, out, "", "", "fp8", "", "", 0,
+                        "latency_ms") / 1000
+    batch = udfs.call("GPUS_FOR_TRAFFIC", "Llama 3.1 405B", gpu, rpm, 1024, out, "", "", "fp8", "", "", 0, "batch")
+    assert f"; a request takes {latency:,.1f} s at the p95 (the wait for a slot and the whole answer at batch {batch};" \
+        in text and latency > 60            # minutes for a 256-token answer: what the count buys
+    bounded = udfs.call("GPU_RECOMMEND", *args, "summary", 1024, out, "", "datacenter", "", "", False, 1, 30)
+    assert "s at the p95 (the wait for a slot" not in bounded and "the 30 s p95" in bounded

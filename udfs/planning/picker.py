@@ -642,6 +642,15 @@ def latency_sentence(latency_s: float | None, ev: evidence.Evidence | None, targ
             f"the estimate ({latency_s:,.1f} s)")
 
 
+def latency_as_sized(o: Option) -> str:
+    """A service sized with no latency target runs each copy at the largest batch its cache holds: how long a
+    request then takes, so a reader sees what the count buys (a 405B answer of 256 tokens can take minutes)."""
+    if o.latency_p95_s is None:
+        return ""
+    return (f"; a request takes {o.latency_p95_s:,.1f} s at the p95 (the wait for a slot and the whole answer at "
+            f"batch {o.batch}; max_latency_s bounds it)")
+
+
 def duration(days: float, scale: float | None = None) -> str:
     """A job's time as a reader takes it in: days, or hours under two days (a fine-tune of a few hours is not
     "0.1 days"); `scale` picks the unit for the bare low end of a range ("2.1 to 2.9 hours")."""
@@ -672,7 +681,7 @@ def summary(best: Option, traffic: float | None = None, deadline_days: float | N
         text += days_sentence(best.days, best.speed_range, deadline_days)
     text += _cash_text(best)
     if serving:
-        text += latency_sentence(best.latency_p95_s, best.evidence, max_latency_s)
+        text += latency_sentence(best.latency_p95_s, best.evidence, max_latency_s) or latency_as_sized(best)
     if serving and not traffic:
         text += "; no tokens_or_traffic given: sized for one copy's load, give your output tokens/s to size for yours"
     return text

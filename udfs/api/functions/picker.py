@@ -88,7 +88,7 @@ def _verdict(o: picker.Option) -> str:
            "part = summary (the count and its price; what the count is: copies of how many GPUs, spares and the "
            "load, or days and GPU-hours; the cost with its low-high range over its regime's measured error and the "
            "measured rows, and a job's days (a service's latency) over that range against the deadline (the latency "
-           "target); the cash up front and a month), "
+           "target; with none, how long a request takes at the batch sized); the cash up front and a month), "
            "gpu or count.", "text", "Picker",
            ARGS + [Arg("part", "choice", "What to return", choices=("summary", "gpu", "count"), default="summary")]
            + SERVING_SHAPE + [TIERS] + BUDGETS + [INCLUDE_UNVERIFIED, SPARE, MAX_LATENCY],
