@@ -138,3 +138,12 @@ def test_the_padding_comes_off_the_kv_cache():
     assert padding > 5
     assert capacity.kv_budget_gib(model, gpu, "mxfp4", 1, unread) - capacity.kv_budget_gib(
         model, gpu, "mxfp4", 1, eng) == pytest.approx(padding, rel=1e-9)
+
+
+def test_a_private_row_pins_the_release(private_catalog):
+    """A team running vLLM 0.10.1 says so once in its private engines.csv (`name,release`): every estimate with `vLLM`
+    then answers for that release, Marlin's padding included (gpt-oss-120b no longer starts on one H100)."""
+    assert isinstance(_throughput("H100", "vLLM"), float)
+    private_catalog("engines.csv", "name,release\nvLLM,0.10.1\n")
+    with pytest.raises(FlopsheetError, match="vLLM 0.10.1's Marlin"):
+        _throughput("H100", "vLLM")
