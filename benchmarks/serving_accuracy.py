@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from udfs.physics import batch_run, capacity  # noqa: E402
+from udfs.physics.shape import moe_layer_count  # noqa: E402
 from udfs.catalogs import catalog, engines  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 
@@ -484,6 +485,9 @@ class Fitted:
             return case.metric in ("fixed_batch", "max_throughput", "burst")
         if self.field.startswith("matmul_fraction_"):      # batches of hundreds: the products bound the step
             return case.metric in ("fixed_batch", "max_throughput", "burst")
+        if self.field == "eager_moe_layer_us":             # a MoE model's first token at 1-2 in flight: the lone
+            return case.metric == "prefill" and case.unit == "ms" and moe_layer_count(case.model) > 0 \
+                and (case.concurrency or 1) <= 2           # prompt's fixed part, before any window or first wave
         return False
 
 
@@ -506,6 +510,10 @@ FITTED = (
            "MLPerf v4.1 stack): the CPU work per running sequence between steps (sampling, output processing, input "
            "preparation, scheduling) that V0 does not overlap with the GPU; prior 100 us (vLLM RFC #6801: ~20 ms at 200 "
            "sequences)"),
+    Fitted("SGLang", "eager_moe_layer_us", 0.0, 0.0, 20000.0,
+           "SGLang's DeepSeek-R1 first tokens at 1-2 in flight (SemiAnalysis InferenceX, SGLang 0.5.12 on 4-8 B200 and "
+           "B300, 1k and 8k prompts): what a lone prompt's prefill pays beyond its products, reads and launches, a "
+           "fixed host time a MoE layer of an eager prefill pass; prior 0 (not counted)"),
     Fitted("Intel Gaudi software", "matmul_fraction_8", 0.70, 0.1, 1.0,
            "Intel's Gaudi 3 fixed-batch rows (Gaudi software 1.18.0): batches of 44 to 4,000 sequences are bound by "
            "the matrix products; Gaudi 3 runs FP8 and BF16 on the same matrix engines at the same peak, so one share "

@@ -300,7 +300,7 @@ TABLE_FIGURES = [
     (("prefill", "all", ""), "all {rows} rows {out:.1%}"),
     (("cited", "MoE, DeepSeek-R1 first token in flight"),
      "{rows} DeepSeek-R1 first tokens at 1-128 in flight"),
-    (("cited", "MoE, DeepSeek-R1 first token in flight"), "{out:.1%} off out of sample and in sample"),
+    (("cited", "MoE, DeepSeek-R1 first token in flight"), "{out:.1%} off out of sample"),
     (("cited", "MoE, DeepSeek-R1 first token in flight"), "{over} too long ({least:+.1%} to {most:+.1%}"),
     (("cited", "prefill at a stated load"), "the {rows} dense rows at a stated request rate"),
     (("fixed_batch", "architecture", "dense"), "({out:.1%} out of sample over {rows} rows)"),

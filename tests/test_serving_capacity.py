@@ -428,6 +428,28 @@ def test_a_benchmark_runs_first_wave_queues_for_the_prefill_and_weighs_in_its_me
     assert (run.rate, run.running) == (steady.rate, steady.running)
 
 
+def test_an_eager_moe_prefill_pays_the_engines_host_time_per_moe_layer_once_a_pass():
+    """A prefill pass of more tokens than the engine's CUDA graphs hold runs eagerly, and each MoE layer costs the
+    engine's eager_moe_layer_us of host time on top of the GPU time (capacity._eager_moe_s): a MoE model's lone
+    prefill is longer by MoE layers x that time than with it at 0, once per chunk; a dense model pays nothing; a
+    pass within the graph cap pays nothing."""
+    from dataclasses import replace
+    sglang = engines.engine("sglang")
+    off = replace(sglang, eager_moe_layer_us=0.0)
+    ds, b200 = catalog.model("DeepSeek-R1"), catalog.gpu("B200")
+    assert sglang.eager_moe_layer_us and sglang.eager_moe_layer_us > 0
+    moe_layers = ds.moe_layers
+    assert moe_layers and moe_layers < ds.layers          # DeepSeek's first layers are dense
+    for prompt, chunks in ((1024, 1), (20000, 3)):        # the profile's 8,192-token budget
+        gap = capacity.prefill_seconds(ds, b200, "fp8", prompt, 1, 8, sglang) \
+            - capacity.prefill_seconds(ds, b200, "fp8", prompt, 1, 8, off)
+        assert gap == pytest.approx(chunks * moe_layers * sglang.eager_moe_layer_us * 1e-6)
+    assert capacity.prefill_seconds(L8, H100, "bf16", 1024, 1, 1, sglang) == \
+        capacity.prefill_seconds(L8, H100, "bf16", 1024, 1, 1, off)
+    assert capacity.prefill_seconds(ds, b200, "fp8", 100, 1, 8, sglang) == \
+        capacity.prefill_seconds(ds, b200, "fp8", 100, 1, 8, off)      # 100 tokens: within the graph cap (160)
+
+
 def test_a_short_prefill_pays_its_products_and_the_weights_read_added():
     """A 128-token prompt puts the products near the ridge point: the prefill pays the products' compute
     and one read of the weights added (neither roof is reached), plus the fixed time; a 16k-token one is

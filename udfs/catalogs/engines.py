@@ -25,6 +25,8 @@ A profile holds what changes between engines for the same model and GPU:
   with --num-scheduler-steps 10; blank: 1), so a new request is admitted only between windows of that many
   steps (`Engine.admission_steps`, used by the prefill queue in capacity._first_token_s), and the CPU time between
   steps, given per scheduler call, is spread over the window (_per_step).
+- an eager prefill's host time per MoE layer (`eager_moe_layer_us`: what a prefill pass of a mixture-of-experts
+  model pays per MoE layer outside CUDA graphs; SGLang's chosen from measured rows, others blank).
 """
 
 from __future__ import annotations
@@ -95,6 +97,10 @@ class Engine:
     # The release an estimate answers for (engines.csv `release`: vLLM's newest on PyPI); a named version ("vLLM 0.10.1")
     # sets it (_by_version). It picks the MoE kernel of a number format (moe_kernel; udfs/data/moe_kernels.csv).
     release: str = ""
+    # Host time per MoE layer of a prefill pass run without CUDA graphs (its Python and kernel launches, the MoE
+    # layer's host syncs; capacity._prefill_s): blank (0) where not measured. SGLang's is chosen from DeepSeek-R1
+    # first tokens at 1-2 in flight (benchmarks/serving_accuracy.py FITTED, scored out of fold).
+    eager_moe_layer_us: float | None = None
 
     @property
     def expert_parallel(self) -> bool:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from . import calibration as cal
 from . import arch, collectives, defaults, moe, queueing, serving
 from .arch import decode_attention_width, kv_cache_bytes, prefill_attention_width
+from .shape import moe_layer_count
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
 from ..catalogs.engines import Engine, engine as engine_profile
 from ..errors import FlopsheetError, MissingFigure, num_error
@@ -304,7 +305,19 @@ def _prefill_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: floa
     reads = chunks * _read_bytes(model, precision, n_gpus, eng, split, dp) * stages / _bandwidth(gpu, precision, eng)
     # added, not max(): a chunk of a few hundred tokens puts the products near the ridge point (intensity =
     # tokens FLOPs a weight byte), where a kernel reaches neither roof; long chunks are compute-bound anyway
-    return compute + reads + chunks * _overhead_s(model, gpu, eng, n_gpus, own / chunks)
+    return compute + reads + chunks * (_overhead_s(model, gpu, eng, n_gpus, own / chunks)
+                                       + _eager_moe_s(model, eng, own / chunks / stages))
+
+
+def _eager_moe_s(model: Model, eng: Engine, tokens: float) -> float:
+    """Host time a prefill pass of `tokens` tokens (more than the engine's CUDA graphs hold, so run eagerly) pays in
+    its MoE layers beyond the generic per-layer launches (Engine.layer_us): the engine's eager_moe_layer_us a MoE
+    layer (routing, expert dispatch and the host synchronisations around them), added to the GPU time, not hidden
+    under it: InferenceX's DeepSeek-R1 first tokens on 8 B200 grow by what the products add from 1k to 8k tokens
+    over a fixed part (docs/accuracy.md, "SemiAnalysis InferenceX" (6))."""
+    if not eng.eager_moe_layer_us or (eng.graph_max_batch is not None and tokens <= eng.graph_max_batch):
+        return 0.0
+    return moe_layer_count(model) * eng.eager_moe_layer_us * 1e-6
 
 
 def _shared_s(model: Model, gpu: Gpu, precision: Precision, n_gpus: int, eng: Engine, tokens: float) -> float:
