@@ -95,13 +95,23 @@ def test_a_source_is_scored_on_a_table_chosen_without_it(rows, one_each):
         assert cited, source
 
 
-def test_out_of_sample_steady_mfu_within_issue_20s_target(report):
-    # issue 20's target for training throughput (steady MFU, 6·N basis): <= 10% out of sample at the shipped deal.
-    # It moves with the source deal, not only the model: 9.5% -> 14.3% when the whole-run sources of 2026-11-24
-    # re-dealt the folds, 13.1% -> 9.2% when the recipes' H100 launch-script row (a new source) re-dealt them again,
-    # with no estimate changed; over 30 deals 10.0% and leaving one source out 9.5% (docs/accuracy.md), so passing here
-    # is not the target met robustly, and the docs do not claim it.
-    assert len(report.of("mfu")) >= 40 and report.median_ape("mfu", True) <= 0.10
+def test_steady_mfu_left_one_source_out_within_issue_20s_target(rows):
+    """issue 20's target for training throughput (steady MFU, 6·N basis): <= 10% out of sample, held on the figure
+    leaving one source out, the one docs/accuracy.md calls deal-free: the shipped 5-fold deal's figure moves when
+    a new source re-deals the folds (13.1% -> 9.2% on 2026-11-24 with no estimate changed), so it proves nothing
+    on its own. A regression guard: this figure is 9.5% (over 30 deals the median is 10.0%, within 10% for 15)."""
+    scored = accuracy.compare_training(rows, one_each=True)
+    errors = [abs(c.error_out) for c in scored if c.metric == "mfu"]
+    assert len(errors) >= 40 and statistics.median(errors) <= 0.10
+
+
+def test_the_readme_gives_the_deal_free_steady_mfu_beside_the_shipped_deals(report):
+    """The README's table quotes the shipped deal's steady MFU; the sentence beside it must give the figure leaving
+    one source out, as the report prints it, so a reader does not take the deal's figure for the robust one."""
+    line = next(b for b in report.baselines if b.startswith("training, leaving one source out"))
+    figures = dict(part.rsplit(" ", 1) for part in line.split(": ", 1)[1].split(", "))
+    readme = " ".join((accuracy.HERE.parent / "README.md").read_text(encoding="utf-8").split())
+    assert f"leaving one source out (no deal) {figures['mfu']}" in readme
 
 
 def test_leaving_one_source_out_holds_every_other_source_and_the_docs_cite_it(rows, report):
