@@ -72,7 +72,8 @@ def test_a_training_row_never_scores_itself():
     source's (a cell is a median, so one poisoned row alone may not move it)."""
     rows = accuracy.read_rows(DIRECTORY, "training_measured.csv")
     found, _ = accuracy.training_rows(rows)
-    largest = max({r.source for r in found}, key=lambda src: sum(r.source == src for r in found))
+    # the largest source; ties broken by name, so the pick does not hang on set order (PYTHONHASHSEED)
+    largest = max(sorted({r.source for r in found}), key=lambda src: sum(r.source == src for r in found))
     refs = {r.ref for r in found if r.source == largest and r.mfu}      # its cells hold other sources' rows
     poisoned = [(r, {**row, "mfu_pct": "95", "achieved_tflops_per_gpu": ""} if r in refs else row)
                 for r, row in rows]
