@@ -1204,6 +1204,10 @@ def _at_load(c: Comparison) -> bool:
     return c.metric == "prefill" and ("request/s:" in c.note or "a closed loop" in c.note)
 
 
+def _model(c: Comparison) -> str:
+    return c.config.model if c.config else ""
+
+
 def _deepseek_in_flight(c: Comparison) -> bool:
     """DeepSeek-R1 at a fixed number of requests in flight (trtllm-bench, InferenceX), split by the layout the row
     states (serving_accuracy._stated's note: experts tensor-parallel, or split over the GPUs with attention tensor-
@@ -1224,7 +1228,8 @@ CITED_GROUPS: tuple[tuple[str, Callable[[Comparison], bool]], ...] = (
     ("served by vLLM, SGLang or TGI, dense, bursts",
      lambda c: c.metric == "burst" and _family(c) in SERVED_BY and not _moe(c)),
     ("prefill at a stated load", lambda c: _at_load(c) and not _moe(c)),
-    ("MoE, DeepSeek-R1 first token in flight", lambda c: _at_load(c) and _moe(c)),
+    ("MoE, DeepSeek-R1 first token in flight", lambda c: _at_load(c) and _moe(c) and _model(c) == "DeepSeek-R1"),
+    ("MoE, gpt-oss-120b first token in flight", lambda c: _at_load(c) and _model(c) == "gpt-oss-120b"),
     ("MoE, every serving metric", lambda c: c.metric in SERVING_METRICS and _moe(c)),
     ("MoE, steady throughput", lambda c: c.metric in STEADY_METRICS and c.metric != "prefill" and _moe(c)),
     ("MoE, bursts", lambda c: c.metric == "burst" and _moe(c)),
@@ -1239,6 +1244,11 @@ CITED_GROUPS: tuple[tuple[str, Callable[[Comparison], bool]], ...] = (
      lambda c: _deepseek_in_flight(c) and "attention tensor-parallel" in c.note),
     ("MoE, DeepSeek-R1 in flight, EP, attention DP",
      lambda c: _deepseek_in_flight(c) and "attention data-parallel" in c.note),
+    ("MoE, gpt-oss-120b in flight", lambda c: c.metric == "fixed_batch" and _model(c) == "gpt-oss-120b"),
+    ("MoE, gpt-oss-120b in flight, vLLM",
+     lambda c: c.metric == "fixed_batch" and _model(c) == "gpt-oss-120b" and _family(c) == "vLLM"),
+    ("MoE, gpt-oss-120b in flight, TensorRT-LLM",
+     lambda c: c.metric == "fixed_batch" and _model(c) == "gpt-oss-120b" and _family(c) == "TensorRT-LLM"),
 )
 
 
