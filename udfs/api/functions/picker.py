@@ -53,8 +53,10 @@ BUDGETS = [Arg("capex_budget_usd", "number", "Cash up front (blank = none): an o
            "budget (cash: capex up front, or rent and the data-centre month a month), misses the deadline, too "
            "slow for the latency target, a tier left out, unverified: no measurement in its regime, with the figure "
            "that would verify it). Counts are whole systems (owned) or instances (cloud); serving counts include one "
-           "spare model copy (N+1; the spare argument, as GPUS_FOR_TRAFFIC's). cost_low and cost_high are "
-           "the cost over its regime's P10..P90 measured error (ESTIMATE_EVIDENCE).",
+           "spare model copy (N+1; the spare argument, as GPUS_FOR_TRAFFIC's); a rented copy's GPUs, or a job's up to a "
+           "server, are in one instance, at that instance's rate. cost_low and cost_high are "
+           "the cost over its regime's P10..P90 measured error (ESTIMATE_EVIDENCE); evidence is measured, "
+           "\"measured in fp8, not bf16\" (its regime's rows are all in other formats) or unverified.",
            "table", "Picker",
            ARGS + SERVING_SHAPE + [TIERS] + BUDGETS + [INCLUDE_UNVERIFIED, SPARE, MAX_LATENCY],
            returns="table", examples=[(("serve", "Llama 2 7B", "fp16"), None),
