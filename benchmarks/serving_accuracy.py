@@ -128,6 +128,8 @@ class Result:
     case: Case
     estimate: float
     estimate_out: float
+    worksheet: float | None = None      # both again with only the worksheet's terms (worksheet_terms); None: the same
+    worksheet_out: float | None = None
 
     @property
     def in_sample(self) -> float:
@@ -571,6 +573,13 @@ def pools(cases: list[Case]) -> list[tuple[Fitted, int]]:
 
 # ---------------------------------------------------------------------------- report
 
+def worksheet_terms(case: Case) -> Case:
+    """The case as a worksheet function can state it: no closed-loop run's request count (the first wave,
+    capacity.first_wave_s) and the engine profile's poll interval, not the one the row's script set
+    (admission_steps): the accuracy harness applies those two, no worksheet function or planning path does."""
+    return replace(case, requests=None, admission_steps=None)
+
+
 def evaluate(directory: Path) -> tuple[list[Result], list[tuple[Case, bool]], list[str]]:
     cases, skipped = [], []
     for ref, row in read(directory):
@@ -584,7 +593,10 @@ def evaluate(directory: Path) -> tuple[list[Result], list[tuple[Case, bool]], li
             fit_rows.append((case, fits(case, case.engine)))
             continue
         try:
-            results.append(Result(case, estimate(case, case.engine), estimate(case, profile(case, scored, values))))
+            out = profile(case, scored, values)
+            bare = worksheet_terms(case)
+            both = (estimate(bare, case.engine), estimate(bare, out)) if bare != case else (None, None)
+            results.append(Result(case, estimate(case, case.engine), estimate(case, out), *both))
         except FlopsheetError as exc:
             skipped.append(f"{case.label}\n      NO ESTIMATE: {exc}")
     return results, fit_rows, skipped
