@@ -253,6 +253,7 @@ def test_the_evidence_says_which_formats_measured_its_regime():
     fp4 = evidence.lookup.__wrapped__(regime, "H100 SXM 80GB", 8.0, "fp4", 1, rows)
     assert (fp4.rows, fp4.at_precision, fp4.formats) == (3, 0, ("fp8", "fp16"))
     assert fp4.measured and not fp4.same_format and fp4.label == "measured in fp8/fp16, not fp4"
+    assert (fp4.format_phrase, picker.format_note(fp4)) == ("in fp8/fp16, not fp4", ", in fp8/fp16, not fp4")
     assert ", measured in fp8/fp16, none in fp4 (the format asked);" in fp4.text()
     bf16 = evidence.lookup.__wrapped__(regime, "H100 SXM 80GB", 8.0, "bf16", 1, rows)
     assert (bf16.at_precision, bf16.label) == (1, "measured")
@@ -262,4 +263,5 @@ def test_the_evidence_says_which_formats_measured_its_regime():
         (fp4.low_error, fp4.high_error)       # the band is the regime's over all its formats
     none = evidence.lookup.__wrapped__(evidence.Regime("throughput", "vLLM", "AMD", "MI300X", "dense", "one GPU"),
                                        "MI300X", 8.0, "fp8", 1, rows)
-    assert none.label == "unverified" and not none.same_format
+    assert none.label == "unverified" and not none.same_format and none.format_phrase == ""
+    assert picker.format_note(bf16) == picker.format_note(none) == ""

@@ -203,11 +203,16 @@ class Evidence:
         return self.measured and (not self.precision or self.at_precision > 0)
 
     @property
+    def format_phrase(self) -> str:
+        """"in fp8, not bf16" where the regime's rows measured only other formats than the one asked; else ""."""
+        return "" if not self.measured or self.same_format else f"in {'/'.join(self.formats)}, not {self.precision}"
+
+    @property
     def label(self) -> str:
         """"measured", "measured in fp8, not bf16" (the regime measured only other formats) or "unverified"."""
         if not self.measured:
             return "unverified"
-        return "measured" if self.same_format else f"measured in {'/'.join(self.formats)}, not {self.precision}"
+        return f"measured {self.format_phrase}" if self.format_phrase else "measured"
 
     def value_range(self, point: float, inverse: bool = False) -> tuple[float, float]:
         """(low, high) of a result from its point. Error e = estimate / truth - 1, so the truth

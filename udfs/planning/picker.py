@@ -689,7 +689,7 @@ def summary(best: Option, traffic: float | None = None, deadline_days: float | N
 
 def format_note(ev: evidence.Evidence | None) -> str:
     """', in fp8, not bf16' where the regime's rows measured only other formats than the one asked."""
-    return "" if ev is None or not ev.measured or ev.same_format else ev.label.replace("measured", ",", 1)
+    return f", {ev.format_phrase}" if ev is not None and ev.format_phrase else ""
 
 
 def verify_note(opt) -> str:
