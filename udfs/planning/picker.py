@@ -525,12 +525,17 @@ def _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, s
     else:
         tokens, deadline = job_tokens(workload, model, tokens_or_traffic), deadline_days or defaults.DEADLINE_DAYS
         opt = _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis)
-        for _ in range(3):                           # a job's GPUs up to a server in one instance
+        # a job's GPUs up to a server in one instance, until the instance holds the GPUs it sized: each pass takes
+        # a larger instance (together > the last), capped at a server, so a server's GPUs + 1 passes bound it
+        for _ in range((gpu.system_gpus or 1) + 1):
             together = instance_gpus(gpu, opt.count) if basis == "cloud" and opt.count else 1
             if together <= opt.instance_gpus:
                 break
             rate = cloud_rate(gpu, together)
             opt = _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis, together)
+        else:
+            raise num_error(f"{gpu.name}: the GPUs a job needs in one instance did not settle "
+                            f"({together} after {(gpu.system_gpus or 1) + 1} passes)")
     if opt.ok and rate is not None and opt.count:
         _cash(opt, gpu, workload, basis, rate[0])
     return opt
