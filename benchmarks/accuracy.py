@@ -243,8 +243,8 @@ def compare_inference(directory: Path) -> tuple[list[Comparison], list[Skip]]:
                       r.estimate, r.case.unit, r.case.note, r.estimate_out, _case_config(r.case),
                       None if r.worksheet is None or r.worksheet_out is None else (r.worksheet, r.worksheet_out))
            for r in results]
-    out += [Comparison("fit", case.label, False, fits, "fits", f"{case.engine.name}'s memory rules",
-                       config=_case_config(case)) for case, fits in fit_rows]
+    out += [Comparison("fit", case.label, ran, fits, "fits", f"{case.engine.name}'s memory rules",
+                       config=_case_config(case)) for case, ran, fits in fit_rows]
     return out, [Skip(row, reason.strip()) for row, _, reason in (text.partition("\n") for text in skipped)]
 
 

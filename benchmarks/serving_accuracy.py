@@ -580,7 +580,9 @@ def worksheet_terms(case: Case) -> Case:
     return replace(case, requests=None, admission_steps=None)
 
 
-def evaluate(directory: Path) -> tuple[list[Result], list[tuple[Case, bool]], list[str]]:
+def evaluate(directory: Path) -> tuple[list[Result], list[tuple[Case, bool, bool]], list[str]]:
+    """Scored rows, fit rows (case, ran, estimated to fit: out-of-memory rows, and measured runs the estimate refuses
+    as not fitting) and the rows not scored, with why."""
     cases, skipped = [], []
     for ref, row in read(directory):
         parsed = safe_parse(ref, row)
@@ -590,13 +592,15 @@ def evaluate(directory: Path) -> tuple[list[Result], list[tuple[Case, bool]], li
     values = fitted_out_of_fold(scored)
     for case in cases:
         if case.metric == "fit":
-            fit_rows.append((case, fits(case, case.engine)))
+            fit_rows.append((case, False, fits(case, case.engine)))
             continue
         try:
             out = profile(case, scored, values)
             bare = worksheet_terms(case)
             both = (estimate(bare, case.engine), estimate(bare, out)) if bare != case else (None, None)
             results.append(Result(case, estimate(case, case.engine), estimate(case, out), *both))
+        except capacity.NoFit:        # the run ran, the estimate says it cannot start: a wrong fit verdict, scored
+            fit_rows.append((case, True, False))
         except FlopsheetError as exc:
             skipped.append(f"{case.label}\n      NO ESTIMATE: {exc}")
     return results, fit_rows, skipped
@@ -624,8 +628,9 @@ def format_report(results, fit_rows, skipped, cases_for_fit, worst: int = 8) -> 
     for key, title in METRICS.items():
         n, inside, outside, bias = summary(results, key)
         lines.append(f"{key:<16}{n:>5}{_pct(inside):>11}{_pct(outside):>15}{_pct(bias):>8}  {title}")
-    right = sum(1 for c, f in fit_rows if not f)
-    lines.append(f"{'fit':<16}{len(fit_rows):>5}{f'{right}/{len(fit_rows)} right':>26}          out-of-memory rows")
+    right = sum(1 for _, ran, fit in fit_rows if ran == fit)
+    lines.append(f"{'fit':<16}{len(fit_rows):>5}{f'{right}/{len(fit_rows)} right':>26}          out-of-memory rows, "
+                 "runs estimated not to fit")
     lines += ["", "By engine (all metrics; median absolute error out of sample):"]
     for name in sorted({r.case.engine.name for r in results}):
         rows = [r for r in results if r.case.engine.name == name]
@@ -646,9 +651,9 @@ def format_report(results, fit_rows, skipped, cases_for_fit, worst: int = 8) -> 
                          f"<- {c.label} | {c.prompt:g}/{c.output:g}" + (f"  [{c.note}]" if c.note else ""))
         if worst and len(rows) > worst:
             lines.append(f"  ... {len(rows) - worst} more within {abs(rows[worst].out_of_sample):.1%}")
-    lines += ["", "== Out-of-memory rows (fit) =="]
-    for case, fit in fit_rows:
-        lines.append(f"  [{'right' if not fit else 'WRONG'}] {case.label}")
+    lines += ["", "== Out-of-memory rows and runs estimated not to fit (fit) =="]
+    for case, ran, fit in fit_rows:
+        lines.append(f"  [{'right' if ran == fit else 'WRONG'}] {case.label}" + (" (ran; estimated not to fit)" if ran else ""))
     lines += ["", f"== Not scored ({len(skipped)}) =="] + [f"  {s}" for s in skipped]
     return "\n".join(lines)
 

@@ -1,6 +1,7 @@
 """The accuracy report against the measured rows kept in benchmarks/measured: the issue's
 three targets, and the published report (docs/accuracy-report.txt) is the tool's output."""
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -25,13 +26,17 @@ def test_decode_batch1_median_within_10_percent(report):
 
 # Fit rows the estimate gets wrong, each a known miss with its cause in docs/accuracy.md ("Engine memory beyond
 # the weights"): the test fails when another row goes wrong and when one of these comes right (then drop it here).
-KNOWN_FIT_MISSES: set[str] = set()   # gpt-oss-120b on one H100 (vLLM 0.10.1) came right with the Marlin padding
+# GPUStack's four gpt-oss-120b bursts with vLLM 0.10.2 on one H100 ran where Marlin's padding (which 0.10.2 runs on
+# Hopper as installed: udfs/data/moe_kernels.csv) and the start-up count leave -0.6 GiB ("Why GPUStack's 0.10.2 runs
+# are fit misses"): label -> rows.
+_GPUSTACK = "gpt-oss-120b | MXFP4 | H100 SXM 80GB | 1 | vLLM 0.10.2 | {} prompts"
+KNOWN_FIT_MISSES: dict[str, int] = {_GPUSTACK.format(1000): 1, _GPUSTACK.format(500): 2, _GPUSTACK.format(100): 1}
 
 
 def test_fit_right_on_every_oom_row(report):
     right, total = report.correct("fit")
-    wrong = {c.row.split(" ", 1)[1] for c in report.of("fit") if c.error}
-    assert total >= 3 and right == total - len(KNOWN_FIT_MISSES) and wrong == KNOWN_FIT_MISSES, wrong
+    wrong = Counter(c.row.split(" ", 1)[1] for c in report.of("fit") if c.error)
+    assert total >= 3 and right == total - sum(KNOWN_FIT_MISSES.values()) and wrong == KNOWN_FIT_MISSES, wrong
 
 
 @pytest.mark.xfail(strict=True, reason="known miss of our own 15% (issue 20's 20% is met out of sample, "

@@ -153,12 +153,19 @@ class Engine:
 
     def moe_kernel(self, gpu: Gpu, precision: Precision | str) -> MoeKernel | None:
         """The kernel this release runs a MoE layer's experts in `precision` with on `gpu` (moe_kernels.csv: by engine
-        family, release and GPU family); None where the table has no row (other engines, formats and GPUs, or a
-        release not read): no padding is counted there."""
+        family, release and GPU family); None where the table reads no kernel for the engine family and format (other
+        engines and formats: no padding is counted). #N/A naming the release and GPU where it reads some but none of
+        this release on this GPU: its padding is not known, and 0 would be a guess."""
         family, version = self.family or self.name, _numbers(self.release)
         name = as_precision(precision).name
-        return next((k for k in moe_kernels() if k.engine == family and k.format == name and version
-                     and gpu.family in k.gpu_families and _in_range(version, k.version_range)), None)
+        rows = [k for k in moe_kernels() if k.engine == family and k.format == name]
+        found = next((k for k in rows if version and gpu.family in k.gpu_families
+                      and _in_range(version, k.version_range)), None)
+        if rows and found is None:
+            release = f"{self.name} {self.release}" if self.release else f"{self.name} (no release stated)"
+            raise na_error(f"MoE kernel of {release} on {gpu.name} not read ({name} experts: "
+                           "udfs/data/moe_kernels.csv lists the releases and GPUs read)")
+        return found
 
     def profile_tokens(self, gpu: Gpu) -> int:
         """Tokens of the start-up profile run whose peak the engine keeps out of the KV cache beside the weights:

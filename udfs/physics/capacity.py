@@ -570,7 +570,7 @@ def kernel_padding_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpu
     Marlin on SM 8.x in every release; 0.12-0.14's Triton path also keeps the checkpoint's block scales beside its
     swizzled copy). Each GPU pads its own experts: a slice of every expert under tensor
     parallelism, E/n whole ones under expert parallelism; a layer pipeline's stage holds its share of the layers.
-    0 where the table names no kernel (other engines, GPUs and formats, dense models)."""
+    0 for dense models and engines or formats with no row; #N/A for a vLLM release or GPU the table does not read."""
     kernel = eng.moe_kernel(gpu, precision) if model.is_moe else None
     if kernel is None:
         return 0.0
