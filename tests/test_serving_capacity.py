@@ -293,9 +293,13 @@ def test_time_to_first_token_grows_faster_than_the_prompt():
     eng = engines.engine("trtllm")
     short, long = (capacity.prefill_compute_s(model, H100, "fp8", n, 1, 1, eng) for n in (8192, 16384))
     assert long > 2 * short
-    extra = capacity.attention_flops(model, 16384) - 2 * capacity.attention_flops(model, 8192)
-    rate = H100.sixteen_bit_peak("test").tflops * 1e12 * cal.ATTENTION_FRACTION
-    assert long - 2 * short == pytest.approx(extra / rate)
+    # by hand: Llama 3.1 8B, 32 heads x (QK 128 + PV 128) x T queries x 32 layers x T positions = 262,144 T^2 FLOPs
+    # (half the square, 2 FLOPs a product); the H100 SXM's 989.5 dense BF16 TFLOPS x ATTENTION_FRACTION 0.5; the
+    # products are linear in T, so 16k less twice 8k is attention's alone:
+    # 262,144 x (16,384^2 - 2 x 8,192^2) / 494.75e12 = 71.12 ms
+    extra = 32 * 256 * 32 * (16384 ** 2 - 2 * 8192 ** 2) / (989.5e12 * 0.5)
+    assert extra == pytest.approx(0.071115, rel=1e-4)
+    assert long - 2 * short == pytest.approx(extra)
     ttft = [capacity.time_to_first_token_s(model, H100, "fp8", n, 1, 1, eng) for n in (4096, 8192, 16384)]
     assert ttft[2] / ttft[1] > ttft[1] / ttft[0] > 1.9
 
@@ -412,18 +416,32 @@ def test_a_benchmark_runs_first_wave_queues_for_the_prefill_and_weighs_in_its_me
     """A closed-loop benchmark sends its first `concurrency` requests at once (InferenceX's benchmark_serving.py):
     their prompts queue for the prefill in chunks of the token budget, so the wave's mean first token is the whole
     wave's prefill x (n + 1) / 2n over n chunks: one client's is its lone prefill, a wave inside one chunk waits for
-    all of it, and a wave of many chunks between half and all of it. load_ttft(..., requests=R) weighs it c in R."""
+    all of it, and a wave of many chunks between half and all of it. load_ttft(..., requests=R) weighs it c in R.
+    Worked by hand from the catalog rows (Llama 3.1 8B in BF16 on one H100 SXM with the SGLang profile)."""
     eng = engines.engine("sglang")
     p = catalog.as_precision("bf16")
-    lone = capacity.time_to_first_token_s(L8, H100, "bf16", 1024, 1, 1, eng)
+    # Inputs: H100 SXM 80GB 989.5 dense BF16 TFLOPS, 3.35 TB/s HBM3; SGLang: matmul share 0.70, HBM share 0.80,
+    # 300 us a step, 46 us a layer (+ calibration.EAGER_LAYER_US 47 us past its 160-token graph cap), 8,192-token
+    # chunks; calibration.ATTENTION_FRACTION 0.5; Llama 3.1 8B: 8,030,261,248 parameters, 525,336,576 of them the
+    # untied input embedding (a lookup), 32 layers, 32 heads of 128 (QK + PV width 256).
+    per_token = 2 * 7_504_924_672 / (989.5e12 * 0.70)                # products: 21.67 us a prompt token
+    attention = 32 * 256 * 1024 * (32 * 1024) / (989.5e12 * 0.5)    # 1,024-token prompt: 0.556 ms
+    prompt = per_token * 1024 + attention                             # 22.746 ms of compute a prompt
+    chunk = 8_030_261_248 * 2 / (3.35e12 * 0.80) + (300 + 32 * (46 + 47)) * 1e-6   # read 5.993 + fixed 3.276 ms
+    lone = prompt + chunk                                             # 32.015 ms
+    assert capacity.time_to_first_token_s(L8, H100, "bf16", 1024, 1, 1, eng) == pytest.approx(lone)
+    assert lone == pytest.approx(0.032015, rel=1e-4)
     assert capacity.first_wave_s(L8, H100, p, 1024, 1, 1, eng) == pytest.approx(lone)
-    whole = capacity.prefill_seconds(L8, H100, "bf16", 1024, 4, 1, eng)      # 4,096 tokens: one chunk of 8,192
-    assert capacity.first_wave_s(L8, H100, p, 1024, 4, 1, eng) == pytest.approx(whole)
-    many = capacity.prefill_seconds(L8, H100, "bf16", 1024, 64, 1, eng)      # 65,536 tokens: 8 chunks
-    assert many / 2 < capacity.first_wave_s(L8, H100, p, 1024, 64, 1, eng) < many
+    # 4 x 1,024 = 4,096 tokens: one chunk, every prompt waits for all of it: 4 x 22.746 + 9.269 = 100.25 ms
+    assert capacity.first_wave_s(L8, H100, p, 1024, 4, 1, eng) == pytest.approx(4 * prompt + chunk)
+    # 64 x 1,024 = 65,536 tokens: 8 chunks, each a read and the fixed time; mean (8 + 1) / 16 of 1,529.9 ms
+    many = 64 * prompt + 8 * chunk
+    assert capacity.first_wave_s(L8, H100, p, 1024, 64, 1, eng) == pytest.approx(many * 9 / 16)    # 860.56 ms
+    # 16 x 1,024 = 16,384 tokens: 2 chunks, mean 3/4 of 382.47 ms = 286.85 ms, weighed 16 in 160 requests
+    wave = (16 * prompt + 2 * chunk) * 3 / 4
+    assert capacity.first_wave_s(L8, H100, p, 1024, 16, 1, eng) == pytest.approx(wave)
     steady = capacity.load_ttft(L8, H100, "bf16", 1024, 256, 1, eng, concurrency=16)
     run = capacity.load_ttft(L8, H100, "bf16", 1024, 256, 1, eng, concurrency=16, requests=160)
-    wave = capacity.first_wave_s(L8, H100, p, 1024, 16, 1, eng)
     assert run.ttft_s == pytest.approx((16 * wave + 144 * steady.ttft_s) / 160)
     assert (run.rate, run.running) == (steady.rate, steady.running)
 
@@ -455,10 +473,15 @@ def test_a_short_prefill_pays_its_products_and_the_weights_read_added():
     and one read of the weights added (neither roof is reached), plus the fixed time; a 16k-token one is
     bound by its compute, the read adding a few per cent."""
     model, eng = catalog.model("Llama 3.1 8B"), engines.engine("trtllm")
-    read = model.total_params * 2 / (H100.bandwidth_tbs * 1e12 * eng.bandwidth_fraction(H100))   # bf16
-    fixed = capacity.decode_step(model, H100, "bf16", 1, 128, 1, None, eng).overhead
-    compute = capacity.prefill_compute_s(model, H100, "bf16", 128, 1, 1, eng)
+    # by hand from the catalog rows: Llama 3.1 8B's 8,030,261,248 parameters in BF16 over the H100 SXM's 3.35 TB/s at
+    # TensorRT-LLM's HBM share 0.80: 5.993 ms; the products over 7,504,924,672 parameters (the input embedding is a
+    # lookup) at 989.5 TFLOPS x its matmul share 0.70, 2 FLOPs each, 128 tokens: 2.774 ms; attention 32 heads x 256 x
+    # 128 x (32 layers x 128) / (989.5e12 x ATTENTION_FRACTION 0.5): 0.009 ms; fixed 200 us a step + 32 layers x 5 us
+    read = 8_030_261_248 * 2 / (3.35e12 * 0.80)
+    compute = 2 * 7_504_924_672 * 128 / (989.5e12 * 0.70) + 32 * 256 * 128 * 32 * 128 / (989.5e12 * 0.5)
+    fixed = (200 + 32 * 5) * 1e-6
     short = capacity.prefill_seconds(model, H100, "bf16", 128, 1, 1, eng)
+    assert compute + read + fixed == pytest.approx(0.0091352, rel=1e-4)
     assert short == pytest.approx(compute + read + fixed)
     assert short > max(compute, read) + fixed
     long = capacity.prefill_seconds(model, H100, "bf16", 8192, 1, 1, eng)
@@ -648,13 +671,16 @@ def test_vllm_serves_a_smaller_token_budget_on_an_a100_and_on_smaller_gpus():
     elsewhere (arg_utils.get_batch_defaults); its profile run is that budget, and a prompt longer than it is
     prefilled in chunks, each re-reading the weights and paying a step's fixed costs."""
     from dataclasses import replace
-    from udfs.physics import arch
     vllm, l40s = engines.engine("vLLM"), catalog.gpu("L40S")
     assert (vllm.token_budget(H100), vllm.token_budget(A100), vllm.token_budget(l40s)) == (8192, 2048, 2048)
     assert (vllm.profile_tokens(H100), vllm.profile_tokens(A100)) == (8192, 2048)
     assert engines.engine("SGLang").token_budget(A100) == engines.engine("SGLang").token_budget(H100) == 8192
     two = capacity.prefill_seconds(L8, A100, "bf16", 4096, 1, 1, vllm)           # 2 chunks of 2,048
     one = capacity.prefill_seconds(L8, A100, "bf16", 4096, 1, 1, replace(vllm, max_num_tokens=8192))
-    read = arch.weight_bytes(L8, "bf16") / (A100.bandwidth_tbs * 1e12 * vllm.bandwidth_fraction_hbm)
-    fixed = (vllm.step_overhead_us + L8.dim("layers") * (vllm.layer_overhead_us + cal.EAGER_LAYER_US)) * 1e-6
+    # the second chunk's read and fixed time, by hand: Llama 3.1 8B's 8,030,261,248 BF16 parameters over the A100 SXM
+    # 80GB's 2.039 TB/s at vLLM's HBM share 0.80 (9.845 ms), and 300 us a step + 32 layers x (48.8 us + the eager
+    # launches' 47 us: a 2,048-token chunk is past vLLM's 512-sequence graph cap) (3.366 ms): 13.211 ms
+    read = 8_030_261_248 * 2 / (2.039e12 * 0.80)
+    fixed = (300 + 32 * (48.8 + 47)) * 1e-6
+    assert read + fixed == pytest.approx(0.013211, rel=1e-4)
     assert two - one == pytest.approx(read + fixed, rel=1e-9)
