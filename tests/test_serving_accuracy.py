@@ -395,45 +395,63 @@ def _note(result) -> str:
 
 
 def _ttft_row(metric: str) -> dict[str, str]:
-    """A synthetic first-token row (the shape of vLLM PR #20759's rows) with the given metric text."""
-    return {"model": "Llama 3.1 70B", "params_b": "70", "precision": "BF16", "gpu": "B200 180GB", "num_gpus": "4",
+    """A synthetic first-token row (the shape of vLLM PR #20759's rows, on one GPU so its prefill can be worked by
+    hand) with the given metric text."""
+    return {"model": "Llama 3.1 8B", "params_b": "8", "precision": "BF16", "gpu": "H100 SXM 80GB", "num_gpus": "1",
             "engine": "vLLM V1", "batch_size": "", "input_len": "550", "output_len": "150", "metric": metric,
             "value": "50", "unit": "ms", "source": "synthetic", "note": ""}
+
+
+# A 550-token prompt of Llama 3.1 8B in BF16 on one H100 SXM with vLLM, by hand from the catalog rows: the products
+# over 7,504,924,672 parameters (the untied input embedding is a lookup), 2 FLOPs each, at 989.5 dense BF16 TFLOPS x
+# vLLM's matmul share 0.70 (11.919 ms); attention 32 heads x (QK + PV 256) x 550 x (32 layers x 550) / (989.5e12 x
+# calibration.ATTENTION_FRACTION 0.5) (0.160 ms). A chunk of at most vLLM's 8,192 tokens (on an H100) reads the
+# 8,030,261,248 BF16 weights once over 3.35 TB/s x vLLM's HBM share 0.80 (5.993 ms) and pays 300 us a step + 32
+# layers x (48.8 us + calibration.EAGER_LAYER_US 47 us: 550 tokens are past vLLM's 512-sequence graph cap) (3.366 ms).
+PROMPT_550_S = 2 * 7_504_924_672 * 550 / (989.5e12 * 0.70) + 32 * 256 * 550 * (32 * 550) / (989.5e12 * 0.5)
+CHUNK_S = 8_030_261_248 * 2 / (3.35e12 * 0.80) + (300 + 32 * (48.8 + 47)) * 1e-6
 
 
 @pytest.mark.parametrize("wording", ["at concurrency", "at max-concurrency"])
 def test_a_time_to_first_token_row_at_a_stated_concurrency_is_scored_as_a_closed_loop(wording):
     """A first-token row measured with N requests kept in flight ("at concurrency N", "at max-concurrency N") is
-    parsed as a closed loop of N, no request rate, and estimated by capacity.load_ttft with that concurrency:
-    longer than the lone request's prefill and growing with N."""
+    parsed as a closed loop of N, no request rate, and estimated by capacity.load_ttft with that concurrency: one
+    client finds nothing running, so its first token is the lone prefill worked by hand (21.437 ms); more clients
+    wait longer, growing with N."""
+    lone = (PROMPT_550_S + CHUNK_S) * 1000
+    assert lone == pytest.approx(21.437, rel=1e-4)
     estimates = []
-    for n in (4, 32):
+    for n in (1, 4, 32):
         case = acc.parse("synthetic.csv:2", _ttft_row(f"mean TTFT {wording} {n} (first-token latency)"))
         assert isinstance(case, acc.Case), case
         assert (case.metric, case.concurrency, case.rate, case.prompt, case.answer) == ("prefill", n, None, 550, 150)
         assert f"{n} in flight, a closed loop" in case.note
-        load = capacity.load_ttft(case.model, case.gpu, case.precision, 550, 150, 4, case.engine, case.kv,
-                                  None, n)
         estimates.append(acc.estimate(case, case.engine))
+        # routing: N is passed as the closed loop's concurrency (the arithmetic is checked by the figure at N = 1)
+        load = capacity.load_ttft(case.model, case.gpu, case.precision, 550, 150, 1, case.engine, case.kv, None, n)
         assert estimates[-1] == pytest.approx(load.ttft_s * 1000)
-    alone = capacity.time_to_first_token_s(case.model, case.gpu, case.precision, 550, 1, 4, case.engine) * 1000
-    assert alone < estimates[0] < estimates[1]
+    assert estimates[0] == pytest.approx(lone)        # a rate of 1 a second would find requests decoding: longer
+    assert lone < estimates[1] < estimates[2]
 
 
 def test_a_closed_loop_rows_run_and_recv_interval_are_read_from_its_note():
     """A first-token row at a stated concurrency whose note gives the client's --num-prompts and the server's
     --scheduler-recv-interval is scored as that run: its first `concurrency` requests sent at once (requests) and
     new requests taken every k decode steps (admission_steps), both passed to capacity.load_ttft; a note without
-    them leaves both unset."""
+    them leaves both unset. The first wave is worked by hand: 16 prompts of 550 tokens are 8,800 tokens, two chunks
+    of vLLM's 8,192-token budget, so the wave's mean is 3/4 of 16 prompts' compute and two chunks' read and fixed
+    time (158.98 ms), weighed 16 in the run's 160 requests."""
     row = _ttft_row("mean TTFT at concurrency 16 (closed loop)")
     bare = acc.parse("synthetic.csv:2", row)
     stated = acc.parse("synthetic.csv:2", {**row, "note": "SGLang --scheduler-recv-interval 30; --num-prompts 160"})
     assert isinstance(bare, acc.Case) and isinstance(stated, acc.Case)
     assert (bare.requests, bare.admission_steps) == (None, None)
     assert (stated.requests, stated.admission_steps) == (160, 30)
-    load = capacity.load_ttft(stated.model, stated.gpu, stated.precision, 550, 150, 4, stated.engine, stated.kv,
-                              None, 16, admission_steps=30, requests=160)
-    assert acc.estimate(stated, stated.engine) == pytest.approx(load.ttft_s * 1000)
+    wave = (16 * PROMPT_550_S + 2 * CHUNK_S) * 3 / 4
+    assert wave * 1000 == pytest.approx(158.98, rel=1e-4)
+    steady = capacity.load_ttft(stated.model, stated.gpu, stated.precision, 550, 150, 1, stated.engine, stated.kv,
+                                None, 16, admission_steps=30)      # the closed loop's bisection: not by hand
+    assert acc.estimate(stated, stated.engine) == pytest.approx((16 * wave + 144 * steady.ttft_s) / 160 * 1000)
     assert acc.estimate(stated, stated.engine) > acc.estimate(bare, bare.engine)
 
 
