@@ -48,11 +48,20 @@ CASES = [
     ("Llama 3.1 8B", "H100 SXM 80GB", "fp8", 1000, 1000, 300, None, "SGLang", 0.2),  # CUDA-graph cap beats KV fit
     ("Llama 3.1 8B", "A100 SXM 80GB", "bf16", 2000, 500, 200, 20, "vLLM V0", 0.2),   # CPU time per sequence
     ("Llama 3.1 8B", "L4 24GB", "bf16", 300, 2000, 500, None, "vLLM", 0.2),          # KV fit under vLLM's profile run
+    # MoE kernel padding (capacity.kernel_padding_gib) taken out of the KV budget: Marlin on the A100 (5.13 GiB on one
+    # GPU: 10 GPUs, 8 without it), Triton on Hopper (nothing on one GPU, each GPU's expert width 1,440 -> 1,472 on
+    # two: 40 GPUs, 38 without it), and an engine the kernel table does not read (no padding)
+    ("gpt-oss-120b", "A100 SXM 80GB", "mxfp4", 600, 8000, 500, None, "vLLM", 0.2),
+    ("gpt-oss-120b", "H100 SXM 80GB", "mxfp4", 3000, 16000, 500, None, "vLLM", 0.2),
+    ("gpt-oss-120b", "A100 SXM 80GB", "mxfp4", 600, 1000, 500, 30, "SGLang", 0.2),
 ]
+MARLIN, TRITON, NO_PADDING = (CASES.index(c) for c in CASES[-3:])
 # no link rate in the catalog (and no tensor figure): the sheet says so instead of guessing
 NO_LINK = ("Llama 3.1 8B", "Apple M4 Max 128GB", "fp16", 100, 500, 200, 5, "vLLM", 0.2)
 NONE_FITS = ("Llama 3.1 405B", "RTX 4090 24GB", "bf16", 100, 500, 200, 5, DEFAULT, 0.2)
 NO_PEAK = ("Llama 3.1 8B", "A10G 24GB", "bf16", 100, 500, 200, 5, DEFAULT, 0.2)
+# vLLM's MoE kernel for MXFP4 on an RTX 5090 is not in the table: the engine answers #N/A, the sheet says so
+NO_KERNEL = ("gpt-oss-120b", "RTX 5090 32GB", "mxfp4", 100, 500, 200, 5, "vLLM", 0.2)
 INPUTS = ("model", "gpu", "precision", "requests_per_minute", "prompt_tokens", "output_tokens", "IP_Latency",
           "engine", "IP_Headroom")
 READ = ("gpus_needed",)
@@ -74,7 +83,7 @@ def recalculated(tmp_path_factory):
     src = tmp_path_factory.mktemp("ip")
     book = wt.module("inference_plan").build(src / "base.xlsx")
     paths = []
-    for i, case in enumerate(CASES + [NO_LINK, NONE_FITS, NO_PEAK]):
+    for i, case in enumerate(CASES + [NO_LINK, NONE_FITS, NO_PEAK, NO_KERNEL]):
         wb = openpyxl.load_workbook(src / "base.xlsx")
         for name, value in zip(INPUTS, case):
             _cell(wb, name).value = value
@@ -152,6 +161,50 @@ def test_no_tensor_figure_is_said(recalculated):
     with pytest.raises(udfs.FlopsheetError):
         udfs.call("GPUS_FOR_TRAFFIC", *_engine(NO_PEAK))
     assert _cell(wb, "gpus_needed").value == "n/a: no tensor TFLOPS"
+    assert not _errors(wb), _errors(wb)[:10]
+
+
+def _group_row(wb, label):
+    """A row of the calculation sheet's group block: its values for 1, 2, 4 and 8 GPUs per copy."""
+    return next([c.value for c in r[1:5]] for r in wb["Serving calculation"].iter_rows() if r[0].value == label)
+
+
+def test_kernel_padding_is_taken_out_of_the_kv_budget(recalculated):
+    """The sheet pads each GPU's experts as the release's kernel does and takes it out of the KV budget: Marlin on the
+    A100 rounds the hidden size to 256 and each GPU's expert width to 128; vLLM's Triton path on the H100 only the width,
+    to 64 (nothing at 2,880 on one GPU); an engine the kernel table does not read pads nothing."""
+    _, books = recalculated
+    # gpt-oss-120b by hand: hidden size and expert width 2,880, 128 experts, 36 MoE layers, MXFP4 at 4.25 bits a value
+    per_value = 4.25 * 3 * 128 * 36 / 8 / 2**30        # bits x 3 matrices x experts x layers, in GiB
+    marlin = _group_row(books[MARLIN], "MoE kernel padding per GPU (GiB)")
+    want = [(3072 * 2944 - 2880 * 2880) * per_value, (3072 * 1536 - 2880 * 1440) * per_value,
+            (3072 * 768 - 2880 * 720) * per_value, (3072 * 384 - 2880 * 360) * per_value]
+    assert all(same_number(g, w) for g, w in zip(marlin, want)), (marlin, want)
+    assert abs(marlin[0] - 5.13) < 0.005
+    triton = _group_row(books[TRITON], "MoE kernel padding per GPU (GiB)")
+    want = [0, 2880 * (1472 - 1440) * per_value, 2880 * (768 - 720) * per_value, 2880 * (384 - 360) * per_value]
+    assert all(same_number(g, w) for g, w in zip(triton, want)), (triton, want)
+    assert _group_row(books[NO_PADDING], "MoE kernel padding per GPU (GiB)") == [0, 0, 0, 0]
+    # the budget: what the engine uses less the weights, the padding, the reserve and the profile run
+    for index in (MARLIN, TRITON):
+        rows = {label: _group_row(books[index], label) for label in (
+            "Memory the engine uses (GiB)", "Weights per GPU (GiB)", "MoE kernel padding per GPU (GiB)",
+            "Profile run's peak (GiB)", "Left after weights, padding and reserve (GiB)")}
+        reserve = _cell(books[index], "SrvReserve").value
+        for j in range(4):
+            used, weights, pad, profile, left = (rows[k][j] for k in rows)
+            assert same_number(left, used - weights - pad - reserve - profile)
+
+
+def test_unread_moe_kernel_is_said(recalculated):
+    """vLLM's kernel for MXFP4 experts on an RTX 5090 is not in the table: the engine answers #N/A naming the release
+    and GPU, every group says the kernel is not read, the headline n/a."""
+    _, books = recalculated
+    wb = books[len(CASES) + 3]
+    with pytest.raises(udfs.FlopsheetError, match="MoE kernel of vLLM .* on RTX 5090 32GB not read"):
+        udfs.call("GPUS_FOR_TRAFFIC", *_engine(NO_KERNEL))
+    assert _group_row(wb, "Status") == ["the release's MoE kernel not read"] * 4
+    assert _cell(wb, "gpus_needed").value == "n/a: MoE kernel not read"
     assert not _errors(wb), _errors(wb)[:10]
 
 

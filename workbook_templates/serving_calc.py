@@ -95,6 +95,7 @@ def _figures(s: Sheet, i: Inputs):
     for name, label, key in (("SrvPerExpert", "Parameters per routed expert", "per_expert"),
                              ("SrvExperts", "Routed experts", "experts"), ("SrvTopK", "Experts per token", "top_k"),
                              ("SrvMoeLayers", "MoE layers", "moe_layers"),
+                             ("SrvExpertFfn", "Width of one routed expert", "expert_ffn"),
                              ("SrvGemmShare", "Share of an expert in its first GEMM", "gemm_share")):
         s.value(name, label, f"IF({num},0,INDEX(Shape_{key},SrvShapeRow))", "none for a bare count", "#,##0")
     for name, label, key in (("SrvLayers", "Layers", "layers"), ("SrvHidden", "Hidden size", "hidden"),
@@ -155,6 +156,17 @@ def _figures(s: Sheet, i: Inputs):
     s.value("SrvProfTokens", "Profile run kept out of the KV cache (tokens; 0: none)",
             f"INDEX(EG_profile,MATCH({key},EG_keys,0))", "Engine.profile_tokens: vLLM's token budget on the GPU",
             "#,##0")
+
+    key = f'SrvEngine&"{sf.SEP}"&{gpu}&"{sf.SEP}"&{prec}'
+    s.value("SrvKernel", "Kernel the release runs the MoE experts with",
+            f'IF(SrvExperts=0,"none (dense)",IFERROR(INDEX(MK_kernel,MATCH({key},MK_keys,0)),"none (no padding)"))',
+            f"Engine.moe_kernel; '{sf.KERNEL_NOT_READ}': the engine answers #N/A")
+    s.value("SrvKernelRead", "The kernel's padding is known?", f'IF(SrvKernel="{sf.KERNEL_NOT_READ}","no","yes")')
+    for name, label, table in (("SrvPadHidden", "... pads the hidden size to a multiple of", "MK_hidden"),
+                               ("SrvPadShard", "... pads each GPU's expert width to a multiple of", "MK_shard"),
+                               ("SrvPadCopied", "... holds this many bits a value twice", "MK_copied_bits")):
+        s.value(name, label, f"IFERROR(INDEX({table},MATCH({key},MK_keys,0)),0)",
+                "0: no kernel padding (capacity.kernel_padding_gib)", "#,##0.00")
 
     s.section("Number formats (Precisions sheet; Serving figures)")
     s.value("SrvWidth", "Bytes per weight", f"INDEX(CatPrecision_bytes_per_param,MATCH({prec},CatPrecisionNames,0))",
@@ -225,11 +237,23 @@ def _group_rows(prompt: str, out: str) -> list[tuple[str, str, str | None, str |
         ("KV replication (GPUs beyond the KV heads)", "repl", "IF(SrvMla=1,{c}{split},MAX(1,{c}{split}/SrvKvHeads))",
          "0.00"),
         ("Weights per GPU (GiB)", "wgib", "SrvWeightBytes/{c}{n}/SrvK_GiB", st.GB),
+        ("Routed experts a GPU holds (whole ones under expert parallelism)", "xlocal",
+         'IF(AND(OR(SrvMoePar="expert",SrvMoePar="expert_dp"),{c}{split}>1),ROUNDUP(SrvExperts/{c}{split},0),'
+         'SrvExperts)', "#,##0"),
+        ("Width of each of its experts (a 1/n slice under tensor parallelism)", "xwidth",
+         'IF(AND(OR(SrvMoePar="expert",SrvMoePar="expert_dp"),{c}{split}>1),SrvExpertFfn,SrvExpertFfn/{c}{split})',
+         "#,##0.0"),
+        ("MoE kernel padding per GPU (GiB)", "pad",
+         'IF(OR(SrvExperts=0,SrvPadHidden=0),0,3*(((ROUNDUP(SrvHidden/SrvPadHidden,0)*SrvPadHidden'
+         '*ROUNDUP({c}{xwidth}/SrvPadShard,0)*SrvPadShard)-SrvHidden*{c}{xwidth})*SrvWidth*8'
+         '+ROUNDUP(SrvHidden/SrvPadHidden,0)*SrvPadHidden*ROUNDUP({c}{xwidth}/SrvPadShard,0)*SrvPadShard*SrvPadCopied)'
+         '*{c}{xlocal}*SrvMoeLayers/8/SrvK_GiB/IF(SrvMulti="tensor",1,{c}{n}))', st.GB),
         ("Memory the engine uses (GiB)", "usable", 'SrvMemory*IF(SrvMemRule="total",SrvMemFrac,1)', st.GB),
         ("Profile run's peak (GiB)", "profile",
          "IF(SrvProfTokens>0,MAX(SrvProfTokens*(2*SrvHidden+SrvMlpValues/{c}{split})*2,MIN(IF(SrvCap>0,SrvCap,"
          "SrvProfTokens),SrvProfTokens)*SrvVocab*SrvK_SamplerBytes)/SrvK_GiB,0)", st.GB),
-        ("Left after weights and reserve (GiB)", "left", "{c}{usable}-{c}{wgib}-SrvReserve-{c}{profile}", st.GB),
+        ("Left after weights, padding and reserve (GiB)", "left",
+         "{c}{usable}-{c}{wgib}-{c}{pad}-SrvReserve-{c}{profile}", st.GB),
         ("KV budget (GiB)", "budget", 'MAX(0,{c}{left})*IF(SrvMemRule="free",SrvMemFrac,1)', st.GB),
         ("KV cache per request (GiB)", "perseq", "SrvKvValues*SrvKvWidth*SrvLtKv*{c}{repl}/{c}{n}/SrvK_GiB", "0.000"),
         ("Requests whose KV cache fits", "fits", "INT({c}{budget}/{c}{perseq})", "#,##0"),
@@ -324,16 +348,18 @@ def tpot_ms(c: str, rows: dict[str, int], batch: str) -> str:
 
 
 LINK_MISSING, PEAK_MISSING = "no link rate in the catalog", "no tensor TFLOPS in the catalog"
+KERNEL_MISSING = "the release's MoE kernel not read"      # Engine.moe_kernel answers #N/A
 # an engine running MoE layers with data-parallel attention (moe_parallel expert_dp) lays a group out in a way these
 # formulas do not follow (weights per GPU, KV cache, all-to-alls): said, not computed; GPUS_FOR_TRAFFIC sizes it
 DP_ATTENTION = "data-parallel attention: not in these formulas (GPUS_FOR_TRAFFIC sizes it)"
 # why a group size does not work, in the engine's order (weights, KV, then the TPOT target)
 STATUS = (f'IF(AND({{c}}{{n}}>1,SrvExperts>0,SrvMoePar="expert_dp"),"{DP_ATTENTION}",'
+          f'IF(SrvKernelRead="no","{KERNEL_MISSING}",'
           'IF({c}{left}<=0,"weights do not fit",'
           'IF({c}{fits}<1,"one request\'s KV cache does not fit",'
           f'IF(AND({{c}}{{n}}>1,NOT(SrvLinkGBs>0)),"{LINK_MISSING}",'
           f'IF(SrvHasPeak<>"yes","{PEAK_MISSING}",'
-          'IF({c}{tpot1}>SrvTarget,"batch 1 misses the TPOT target","ok"))))))')
+          'IF({c}{tpot1}>SrvTarget,"batch 1 misses the TPOT target","ok")))))))')
 
 
 def guard(formula: str) -> str:
@@ -420,7 +446,8 @@ def build(book: Book, inputs: Inputs) -> dict[str, C]:
         return ",".join(f'IF({col(FIRST_GROUP_COL + j)}{rows["status"]}="{text}",1,0)' for j in range(len(GROUPS)))
     # as the engine: a group it cannot estimate (a figure missing) stops the comparison
     s.value("SrvMissing", "Figure the catalog lacks",
-            f'IF(SUM({count(LINK_MISSING)})>0,"no link rate",IF(SUM({count(PEAK_MISSING)})>0,"no tensor TFLOPS","none"))',
+            f'IF(SUM({count(KERNEL_MISSING)})>0,"MoE kernel not read",IF(SUM({count(LINK_MISSING)})>0,"no link rate",'
+            f'IF(SUM({count(PEAK_MISSING)})>0,"no tensor TFLOPS","none")))',
             "the engine answers #N/A")
     s.value("SrvFits", "Does any group work?", f'IF(AND(SrvMissing="none",SUM({count("ok")})>0),"yes","no")')
     s.value("SrvBestGpus", "Fewest GPUs", f"MIN({usable})", "", "#,##0")

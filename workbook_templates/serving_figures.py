@@ -24,6 +24,7 @@ SHAPES = "Model shapes"
 ENGINES = "Engines"
 DEFAULT_ENGINE = "Default for the GPU"      # the engine input's first choice: the engine's own default
 SEP = " | "                                  # joins an engine and a GPU (or format) into one lookup key
+KERNEL_NOT_READ = "not read"                 # the MoE kernel table reads the engine and format, not this release
 GROUP_SIZES = [n for n in capacity.TP_CHOICES if n > 1]   # the tensor-parallel groups the plan compares
 
 # (name, label, value, basis): the engine's constants, each with its home in the code
@@ -60,6 +61,8 @@ SHAPE_COLUMNS = [
     ("experts", "Routed experts", lambda m: moe.routed(m)[1], "0"),
     ("top_k", "Experts per token", lambda m: moe.routed(m)[2], "0"),
     ("moe_layers", "MoE layers", lambda m: m.moe_layer_count, "0"),
+    ("expert_ffn", "Width of one routed expert (its FFN; a MoE kernel pads it per GPU)",
+     lambda m: m.dim("ffn") if m.is_moe else 0, "#,##0"),
     ("gemm_share", "Share of an expert in its first GEMM (gate+up 2/3, or up 1/2)",
      lambda m: moe.gemm_shares(m)[0], "0.000"),
     ("layers", "Layers", lambda m: m.layers, "0"),
@@ -236,6 +239,15 @@ def figures_sheet(book: Book):
                  ["Engine | format", "KV-cache format"],
                  [[e.name + SEP + p.name, e.kv_format(p)] for e in engines.engines() for p in precisions],
                  {1: "EP_keys", 2: "EP_kv"})
+    row = _block(book, ws, row, "Engine, GPU and weight format: the kernel the engine's release runs a MoE layer's "
+                 "experts with and the widths it pads them to (Engine.moe_kernel, udfs/data/moe_kernels.csv; "
+                 f"capacity.kernel_padding_gib). '{KERNEL_NOT_READ}': the table reads this engine and format but not "
+                 "this release on this GPU, and the engine answers #N/A; a pair not listed: no padding",
+                 ["Engine | GPU | format", "Kernel", "Hidden size to a multiple of", "Expert width per GPU to a "
+                  "multiple of", "Bits a value held twice"],
+                 _kernel_rows(gpus, precisions),
+                 {1: "MK_keys", 2: "MK_kernel", 3: "MK_hidden", 4: "MK_shard", 5: "MK_copied_bits"},
+                 [None, None, "#,##0", "#,##0", "0.00"])
     row = _block(book, ws, row, "Engine choices (the plan's drop-down)", ["Engine"],
                  [[name] for name in engine_choices()], {1: "ListEngines"})
     lenders = _lenders()
@@ -246,6 +258,25 @@ def figures_sheet(book: Book):
     st.set_widths(ws, {"A": 46, "B": 22, "C": 30, "D": 16, "E": 16})
     ws.freeze_panes = "A4"
     return ws
+
+
+def _kernel_rows(gpus, precisions) -> list[list]:
+    """(key, kernel, hidden multiple, shard multiple, copied bits) for every engine, GPU and format the MoE kernel
+    table reads (Engine.moe_kernel: a kernel, or #N/A where it reads the engine and format but not this release on
+    this GPU: KERNEL_NOT_READ); pairs it does not read (no padding) are left out."""
+    rows = []
+    for e in engines.engines():
+        for g in gpus:
+            for p in precisions:
+                try:
+                    k = e.moe_kernel(g, p)
+                except FlopsheetError:
+                    rows.append([SEP.join((e.name, g.name, p.name)), KERNEL_NOT_READ, None, None, None])
+                    continue
+                if k is not None:
+                    rows.append([SEP.join((e.name, g.name, p.name)), k.kernel, k.hidden_multiple, k.shard_multiple,
+                                 k.copied_bits])
+    return rows
 
 
 def _peak(g, precision) -> tuple[float | None, int | None]:
