@@ -328,6 +328,7 @@ TABLE_FIGURES = [
      "expert parallel with tensor-parallel attention {out:.1%} over {rows} ({least:+.1%} to {most:+.1%}"),
     (("cited", "MoE, DeepSeek-R1 in flight, EP, attention DP"),
      "with data-parallel attention {out:.1%} over {rows} ({least:+.1%} to {most:+.1%}"),
+    (("cited", "MoE, gpt-oss-120b in flight"), "InferenceX's {rows} gpt-oss-120b rows in flight {out:.1%}, all but {over}"),
     (("cited", "MoE, bursts"), "The other {rows} are bursts ({out:.0%}"),
     (("training_hours", "all", ""), "out of sample **{out:.1%}** over {rows} rows ({inn:.1%} in sample"),
     (("cluster_hours", "all", ""), "(`cluster_hours`): {out:.1%} over {rows} rows"),
