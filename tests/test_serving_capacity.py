@@ -310,14 +310,25 @@ def test_a_request_arriving_at_load_first_waits_for_the_running_step():
     prefills it also carries their decode: their step less what the prefill already pays (one read of the
     weights, the fixed time)."""
     model, eng = catalog.model("Llama 3.1 8B"), engines.engine("trtllm")
+    # by hand from the catalog rows: Llama 3.1 8B in FP8 on one H100 SXM with TensorRT-LLM (HBM share 0.80 of 3.35 TB/s:
+    # 2.68 TB/s; 200 us a step + 32 layers x 5 us, no graph cap; FP8 products at 1,979 TFLOPS x 0.45)
+    bandwidth, fixed = 3.35e12 * 0.80, (200 + 32 * 5) * 1e-6
+    read = 8_030_261_248 / bandwidth                                  # a prefill reads every weight once: 2.996 ms
+    prefill = (2 * 7_504_924_672 * 2048 / (1979e12 * 0.45)            # products (the input embedding a lookup)
+               + 32 * 256 * 2048 * (32 * 2048) / (989.5e12 * 0.5)    # causal attention at ATTENTION_FRACTION 0.5
+               + read + fixed)                                        # 40.097 ms
     alone = capacity.time_to_first_token_s(model, H100, "fp8", 2048, 1, 1, eng)
-    assert alone == capacity.prefill_seconds(model, H100, "fp8", 2048, 1, 1, eng)
+    assert alone == pytest.approx(prefill) and prefill == pytest.approx(0.040097, rel=1e-4)
+    # the step of 64 sequences at 2,048 tokens: the 7,504,924,672 weights a decode streams (2.800 ms), the FP8 KV
+    # cache, 64 x 2,048 x 32 layers x 2 x 8 KV heads x 128 x 1 B (3.205 ms: more than its attention FLOPs take),
+    # and the fixed time (0.36 ms): 6.366 ms
+    step = 7_504_924_672 / bandwidth + 64 * 2048 * 32 * 2 * 8 * 128 / bandwidth + fixed
+    assert capacity.decode_step(model, H100, "fp8", 64, 2048, 1, None, eng).total == pytest.approx(step)
     busy = capacity.time_to_first_token_s(model, H100, "fp8", 2048, 1, 1, eng, running=64)
-    step = capacity.decode_step(model, H100, "fp8", 64, 2048, 1, None, eng)
-    read = model.total_params * 1 / (H100.bandwidth_tbs * 1e12 * eng.bandwidth_fraction(H100))   # FP8: 1 B a weight
-    fixed = capacity.decode_step(model, H100, "fp8", 1, 2048, 1, None, eng).overhead
-    assert busy == pytest.approx(alone + step.total / 2 + step.total - read - fixed)
-    assert alone + step.total / 2 < busy < alone + 1.5 * step.total
+    # half a step's wait, the prefill, and the step it carries less the read and fixed time it shares: 46.289 ms
+    assert busy == pytest.approx(prefill + step / 2 + step - read - fixed)
+    assert busy == pytest.approx(0.046289, rel=1e-4)
+    assert alone + step / 2 < busy < alone + 1.5 * step
 
 
 def test_at_the_operating_point_a_request_also_queues_behind_other_prompts():
@@ -544,7 +555,13 @@ def test_the_worksheet_time_to_first_token_at_a_request_rate_is_load_ttft():
     at = udfs.call("TIME_TO_FIRST_TOKEN_MS", *args, 240, 256)
     load = capacity.load_ttft(L8, H100, "bf16", 2048, 256, 1, engines.engine("vllm"), rate=4)
     assert at == pytest.approx(load.ttft_s * 1000) and at > lone
-    assert lone == pytest.approx(capacity.prefill_seconds(L8, H100, "bf16", 2048, 1, 1, engines.engine("vllm")) * 1000)
+    # the lone prefill by hand: products 2 x 7,504,924,672 x 2,048 / (989.5e12 x vLLM's 0.70), attention 32 x 256 x
+    # 2,048 x (32 x 2,048) / (989.5e12 x 0.5), one read of 8,030,261,248 BF16 weights over 3.35e12 x 0.80, and 300 us +
+    # 32 x (48.8 + 47 eager) us: 55.961 ms
+    by_hand = (2 * 7_504_924_672 * 2048 / (989.5e12 * 0.70) + 32 * 256 * 2048 * (32 * 2048) / (989.5e12 * 0.5)
+               + 8_030_261_248 * 2 / (3.35e12 * 0.80) + (300 + 32 * (48.8 + 47)) * 1e-6) * 1000
+    assert by_hand == pytest.approx(55.961, rel=1e-4)
+    assert lone == pytest.approx(by_hand)
     for bad, code in ((("Llama 3.1 8B", "H100", "bf16", 2048, 4, 1, "vllm", 240, 256), "#VALUE!"),
                       (args + (600_000, 256), "#NUM!")):
         with pytest.raises(FlopsheetError) as info:
