@@ -9,19 +9,11 @@ from udfs.catalogs import catalog, spec
 from udfs.api import registry
 from udfs.errors import FlopsheetError
 
+from .calls import call, error
+
 LLAMA3_8B_SPEC = registry.call("MODEL_DEFINE", 32, 4096, 32, 8, 14336, 128256)
 # the H100's figures as its datasheet and nvidia-smi give them (usable: the GiB CUDA reports, as the catalog row)
 H100_SPEC = registry.call("GPU_DEFINE", 80, 3.35, 989.5, 1979, "HBM3", vendor="NVIDIA", usable_gib=79.22)
-
-
-def call(name, *args, **kw):
-    return registry.call(name, *args, **kw)
-
-
-def error(name, *args, **kw) -> FlopsheetError:
-    with pytest.raises(FlopsheetError) as e:
-        registry.call(name, *args, **kw)
-    return e.value
 
 
 # ------------------------------------------------------------------ MODEL_DEFINE

@@ -15,20 +15,12 @@ from udfs.physics import capacity
 from udfs.planning import picker
 from udfs.planning.reasons import Status
 
+from .calls import call, error
+
 H100 = dict(memory_gb=80, bandwidth_tbs=3.35, bf16_tflops=989.5, fp8_tflops=1979, memory_type="HBM3", tdp_w=700,
             interconnect_gbs=900, vendor="NVIDIA")
 ROOT = Path(__file__).resolve().parents[1]
 TRAFFIC = dict(requests_per_minute=600, prompt_tokens=1000, output_tokens=300)
-
-
-def call(name, *args, **kw):
-    return registry.call(name, *args, **kw)
-
-
-def error(name, *args, **kw) -> FlopsheetError:
-    with pytest.raises(FlopsheetError) as e:
-        registry.call(name, *args, **kw)
-    return e.value
 
 
 def define(**changes) -> str:
