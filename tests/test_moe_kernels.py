@@ -4,7 +4,7 @@ gpt-oss-120b on one H100 (vLLM 0.10.1 logged 'Available KV cache memory: -2.14 G
 
 import csv
 import re
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import pytest
@@ -176,3 +176,26 @@ def test_a_private_row_pins_the_release(private_catalog):
     private_catalog("engines.csv", "name,release\nvLLM,0.10.1\n")
     with pytest.raises(FlopsheetError, match="vLLM 0.10.1's Marlin"):
         _throughput("H100", "vLLM")
+
+
+def test_no_fit_names_the_kernel_it_counted_in_one_lookup():
+    """capacity.no_fit looks the release's kernel up once (kernel_padding gives the kernel with its padding) and names
+    that kernel with the padding it counted: gpt-oss-120b on one H100 with vLLM 0.10.1, Marlin's 3,072 x 2,944 against
+    2,880 x 2,880 (5.13 GiB, by hand)."""
+    model, gpu, eng = _setup("H100", "vLLM 0.10.1")
+    lookups: list[str] = []
+
+    @dataclass(frozen=True)
+    class Counting(engines.Engine):
+        def moe_kernel(self, gpu, precision):
+            lookups.append(gpu.name)
+            return super().moe_kernel(gpu, precision)
+
+    counting = Counting(**{f.name: getattr(eng, f.name) for f in fields(eng)})
+    message = str(capacity.no_fit(model, gpu, "mxfp4", 1, counting))
+    assert lookups == [gpu.name]
+    by_hand = EXPERT_MATRICES * (3072 * 2944 - 2880 * 2880) * BYTES / GIB
+    assert f"{by_hand:.1f} GiB of them vLLM 0.10.1's Marlin (weight-only FP4) padding" in message
+    # no padding counted (Triton on one GPU pads nothing at 2,880): no kernel named
+    model, gpu, eng = _setup("H100", "vLLM")
+    assert "padding" not in str(capacity.no_fit(model, gpu, "mxfp4", 1, eng))

@@ -30,7 +30,7 @@ from . import arch, collectives, defaults, moe, queueing, serving
 from .arch import decode_attention_width, kv_cache_bytes, prefill_attention_width
 from .shape import moe_layer_count
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
-from ..catalogs.engines import Engine, engine as engine_profile
+from ..catalogs.engines import Engine, MoeKernel, engine as engine_profile
 from ..errors import FlopsheetError, MissingFigure, num_error
 from .shape import kv_layer_tokens
 from ..units import GIB, TB
@@ -565,15 +565,22 @@ def expert_padding_gib(model: Model, precision: Precision | str, experts: float,
 
 
 def kernel_padding_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
-    """GiB per GPU the engine release's MoE kernel for this format and GPU adds to the expert weights (Engine.moe_kernel,
-    udfs/data/moe_kernels.csv: vLLM 0.10.1 runs MXFP4 experts on Hopper through Marlin, 0.12 and later through Triton;
-    Marlin on SM 8.x in every release; 0.12-0.14's Triton path also keeps the checkpoint's block scales beside its
-    swizzled copy). Each GPU pads its own experts: a slice of every expert under tensor
-    parallelism, E/n whole ones under expert parallelism; a layer pipeline's stage holds its share of the layers.
-    0 for dense models and engines or formats with no row; #N/A for a vLLM release or GPU the table does not read."""
+    """GiB per GPU the engine release's MoE kernel adds to the expert weights (kernel_padding)."""
+    return kernel_padding(model, gpu, precision, n_gpus, eng)[1]
+
+
+def kernel_padding(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int,
+                   eng: Engine) -> tuple[MoeKernel | None, float]:
+    """The kernel the engine release runs this format's MoE experts with on this GPU, and the GiB per GPU it adds to
+    the expert weights (Engine.moe_kernel, udfs/data/moe_kernels.csv: vLLM 0.10.1 runs MXFP4 experts on Hopper through
+    Marlin, 0.12 and later through Triton; Marlin on SM 8.x in every release; 0.12-0.14's Triton path also keeps the
+    checkpoint's block scales beside its swizzled copy). Each GPU pads its own experts: a slice of every expert under
+    tensor parallelism, E/n whole ones under expert parallelism; a layer pipeline's stage holds its share of the
+    layers. (None, 0) for dense models and engines or formats with no row; #N/A for a vLLM release or GPU the table
+    does not read."""
     kernel = eng.moe_kernel(gpu, precision) if model.is_moe else None
     if kernel is None:
-        return 0.0
+        return None, 0.0
     tp, stages = layout(gpu, eng, n_gpus)
     stages = stages if eng.multi_gpu == "tensor" else n_gpus      # a layer pipeline: each GPU holds 1/n of the layers
     group = _split(eng, n_gpus)
@@ -583,7 +590,7 @@ def kernel_padding_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpu
         experts, shard = float(model.n_experts or 0), model.dim("ffn") / tp
     padding = expert_padding_gib(model, precision, experts, shard, kernel.hidden_multiple, kernel.shard_multiple,
                                  kernel.copied_bits)
-    return padding / stages
+    return kernel, padding / stages
 
 
 def ffn_width(model: Model) -> float:
@@ -649,12 +656,11 @@ def no_fit(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng:
     """#NUM! saying by how much a deployment does not fit: what it needs per GPU (weights, with the padding the
     release's MoE kernel adds, named with the release, the engine's reserve, the KV cache asked for) against what the
     engine's memory rule leaves usable."""
-    padding = kernel_padding_gib(model, gpu, precision, n_gpus, eng)
+    kernel, padding = kernel_padding(model, gpu, precision, n_gpus, eng)   # one lookup: the kernel named is the one counted
     weights = _weights_gib(model, precision, n_gpus, eng) + padding
     reserve = engine_reserve_gib(model, gpu, n_gpus, eng)
-    kernel = eng.moe_kernel(gpu, precision) if padding else None
     weights_text = f"{gib_text(weights)} weights" + (
-        f", {padding:.1f} GiB of them {eng.name} {eng.release}'s {kernel.kernel} padding" if kernel else "")
+        f", {padding:.1f} GiB of them {eng.name} {eng.release}'s {kernel.kernel} padding" if kernel and padding else "")
     fixed = weights + reserve
     usable = usable_gib(gpu, eng, fixed)
     kv = f" + {gib_text(kv_gib)} KV cache{f' ({what})' if what else ''}" if kv_gib else ""
