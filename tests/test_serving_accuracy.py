@@ -475,3 +475,24 @@ def test_a_throughput_row_at_one_request_in_flight_is_a_closed_loop_not_batch_on
     assert acc.estimate(case, case.engine) == point.tokens_per_sec
     tpot = acc.parse("synthetic:2", _in_flight_row("1", "mean TPOT at max-concurrency 1", "ms/token", "5"))
     assert (tpot.metric, tpot.measured) == ("decode_b1", 200)
+
+
+def test_a_dense_throughput_row_at_one_request_in_flight_by_hand():
+    """The same closed loop of one request on a dense model on one GPU, worked by hand from the catalog rows:
+    Llama 3.1 8B in BF16 on one H100 SXM with SGLang, 1,024-token prompts and answers. Each token costs one decode
+    step at the mean context (1,024 + 512 tokens) plus its share of the request's prefill compute."""
+    row = {**_in_flight_row("1", "output tokens/s at concurrency 1", "tokens/s per GPU", "100"),
+           "model": "Llama 3.1 8B", "params_b": "8", "precision": "BF16", "gpu": "H100 SXM 80GB", "num_gpus": "1",
+           "input_len": "1024", "output_len": "1024", "note": ""}
+    case = acc.parse("synthetic:1", row)
+    assert (case.metric, case.batch, case.continuous, case.measured) == ("fixed_batch", 1, True, 100)
+    bandwidth = 3.35e12 * 0.80                      # HBM3 at SGLang's HBM share
+    # the step: 7,504,924,672 streamed BF16 weights (the input embedding is a lookup) 5.601 ms; the KV cache, 1,536
+    # tokens x 32 layers x 2 x 8 KV heads x 128 x 2 B, 0.075 ms; 300 us + 32 layers x 46 us fixed (within the graph
+    # cap): 7.448 ms
+    step = 7_504_924_672 * 2 / bandwidth + 1536 * 32 * 2 * 8 * 128 * 2 / bandwidth + (300 + 32 * 46) * 1e-6
+    # the prefill's compute over the answer's 1,024 tokens: products 2 x 7,504,924,672 x 1,024 at 989.5 TFLOPS x 0.70,
+    # attention 32 heads x 256 x 1,024 x (32 x 1,024) at 989.5 TFLOPS x ATTENTION_FRACTION 0.5: 0.022 ms a token
+    prefill = (2 * 7_504_924_672 * 1024 / (989.5e12 * 0.70) + 32 * 256 * 1024 * 32 * 1024 / (989.5e12 * 0.5)) / 1024
+    assert 1 / (step + prefill) == pytest.approx(133.87, rel=1e-4)
+    assert acc.estimate(case, case.engine) == pytest.approx(1 / (step + prefill))
