@@ -343,12 +343,17 @@ def test_at_the_operating_point_a_request_also_queues_behind_other_prompts():
     iteration model's moments written out: E[L] = s / (1 - lambda x) is the TPOT itself, and the wait is the
     residual E[L^2] / (2 E[L]); more than the bare half step the lone-arrival view gave."""
     model, eng = catalog.model("Llama 3.1 8B"), engines.engine("trtllm")
-    alone = capacity.time_to_first_token_s(model, H100, "fp8", 2048, 1, 1, eng)
-    read = model.total_params * 1 / (H100.bandwidth_tbs * 1e12 * eng.bandwidth_fraction(H100))
-    fixed = capacity.decode_step(model, H100, "fp8", 1, 2048, 1, None, eng).overhead
+    # by hand, Llama 3.1 8B in FP8 on one H100 SXM with TensorRT-LLM (3.35 TB/s x HBM share 0.80; FP8 products at
+    # 1,979 TFLOPS x 0.45; attention at 989.5 x ATTENTION_FRACTION 0.5; 200 us a step + 32 layers x 5 us)
+    bandwidth, fixed = 3.35e12 * 0.80, (200 + 32 * 5) * 1e-6
+    read = 8_030_261_248 / bandwidth                                   # a prefill's one read of the weights
+    x = 2 * 7_504_924_672 * 2048 / (1979e12 * 0.45) + 32 * 256 * 2048 * (32 * 2048) / (989.5e12 * 0.5)   # 36.741 ms
+    alone = x + read + fixed                                           # the lone prefill, 40.097 ms
+    # the step of 32 at 2,048 + 128 tokens: streamed weights 2.800 ms, FP8 KV 32 x 2,176 x 65,536 B 1.703 ms, fixed
+    s = 7_504_924_672 / bandwidth + 32 * 2176 * 32 * 2 * 8 * 128 / bandwidth + fixed                      # 4.863 ms
+    assert (x, s) == (pytest.approx(0.036741, rel=1e-4), pytest.approx(0.0048631, rel=1e-4))
+    assert capacity.time_to_first_token_s(model, H100, "fp8", 2048, 1, 1, eng) == pytest.approx(alone)
     point = capacity.serving_point(model, H100, "fp8", 2048, 256, 1, eng=eng, batch=32)
-    s = capacity.decode_step(model, H100, "fp8", 32, 2048 + 128, 1, None, eng).total
-    x = capacity.prefill_compute_s(model, H100, "fp8", 2048, 1, 1, eng)
     rate = 32 / (256 * point.tpot_ms / 1000)
     mean = s / (1 - rate * x)
     assert mean * 1000 == pytest.approx(point.tpot_ms)          # the mean iteration is the TPOT the point charges
