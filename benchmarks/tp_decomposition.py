@@ -17,6 +17,12 @@ the row's note states (TPOT: the decode step plus the prefills it waits on, agai
 which counts both) and, where stated, the median inter-token latency (one step; vLLM V0 multi-step streams a
 window of `scheduler_steps` tokens at once, so its ITL is divided by the window). A second table checks the
 all-reduce model against published timings of the all-reduce kernels engines run (ALLREDUCE_TIMINGS).
+
+A third table does the same for every dense max-throughput and fixed-batch row (one GPU and tensor parallel, so the
+two can be compared): the step at the batch the estimate runs (a system result's best split into copies), the prefill
+time a step carries, and the time a step of that batch would take for the row's measured tokens/s; then the signed
+error by regime (engine, one GPU or tensor parallel, link class, vendor). The estimates are the shipped ones (in
+sample); the report's out-of-sample figures differ only where a row is in a FITTED pool.
 Nothing here is chosen from rows: it prints, it fits nothing.
 """
 
@@ -24,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import re
+import statistics
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,12 +156,95 @@ def allreduce_check() -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """A dense max-throughput or fixed-batch row at the batch its estimate runs."""
+    case: sa.Case
+    gpus: int                   # GPUs of one model copy (a system result's best split)
+    batch: float
+    parts: dict[str, float]     # the decode step by part, ms (parts())
+    prefill_ms: float           # prefill time a step carries (steady state), or a static batch's prefill / answer
+    estimate: float             # the shipped estimate, the row's unit (tokens/s, all its GPUs)
+
+    @property
+    def error(self) -> float:
+        return self.estimate / self.case.measured - 1
+
+    @property
+    def measured_step_ms(self) -> float:
+        """A step of `batch` sequences (its prefill share included) at the row's measured tokens/s."""
+        return (self.parts["total"] + self.prefill_ms) * self.estimate / self.case.measured
+
+    def regime(self) -> dict[str, str]:
+        g = self.case.gpu
+        layout = "one GPU" if self.gpus == 1 else "tensor parallel" if self.case.engine.multi_gpu == "tensor" \
+            else "layer pipeline"
+        link = collectives.link_class(g, self.gpus).kind if layout == "tensor parallel" else "-"   # the all-reduces'
+        return {"engine": self.case.engine.name, "layout": layout,
+                "link": link, "vendor": g.vendor or "?"}
+
+
+def _loaded(c: sa.Case) -> Loaded:
+    m, g, p = c.model, c.gpu, catalog.as_precision(c.precision)
+    if c.metric == "max_throughput":
+        gpus = sa.best_split(c, c.engine)[1]
+        point = capacity.serving_point(m, g, p, c.prompt, c.output, gpus, c.max_tpot_ms, c.engine, c.kv,
+                                       c.max_ttft_ms)
+        batch = float(point.batch)
+    else:
+        gpus, batch = c.n_gpus, float(c.batch)
+    one = replace(c, n_gpus=gpus)
+    step = parts(one, batch)
+    kv = c.kv or c.engine.kv_format(p)
+    if c.metric == "fixed_batch" and not c.continuous:     # a static batch: its prefill once, over the answer
+        prefill = capacity.prefill_seconds(m, g, p, c.prompt, batch, gpus, c.engine) / c.output
+    else:
+        prefill = capacity._tpot_s(m, g, p, c.prompt, c.output, gpus, kv, c.engine, batch) - step["total"] / 1e3
+    return Loaded(c, gpus, batch, step, prefill * 1e3, sa.estimate(c, c.engine))
+
+
+def loaded_rows(cases: list[sa.Case]) -> list[Loaded]:
+    """Every dense max-throughput and fixed-batch row (not bursts) at the batch its estimate runs."""
+    return [_loaded(c) for c in cases if c.metric in ("max_throughput", "fixed_batch") and not c.burst
+            and not c.model.is_moe]
+
+
+def at_max(rows: list[Loaded]) -> list[str]:
+    lines = [f"{'row':<58} {'copy':>4} {'link':>8} {'batch':>6} {'step':>7} {'wts':>6} {'gemm':>6} {'kv':>5} "
+             f"{'a-r':>5} {'(lat)':>6} {'fixed':>6} {'prefill':>7} {'measured':>8} {'error':>7}"]
+    for r in sorted(rows, key=lambda r: (r.case.metric, r.case.engine.name, r.gpus, r.case.ref)):
+        p, reg = r.parts, r.regime()
+        lines.append(f"{_label(r.case):<58} {r.gpus:4d} {reg['link'][:8]:>8} {r.batch:6.0f} {p['total']:7.2f} "
+                     f"{p['stream']:6.2f} {p['gemm']:6.2f} {p['kv']:5.2f} {p['ar']:5.2f} ({p['ar_lat']:4.2f}) "
+                     f"{p['fixed']:6.2f} {r.prefill_ms:7.2f} {r.measured_step_ms:8.2f} {r.error:+7.1%}")
+    return lines
+
+
+def by_regime(rows: list[Loaded]) -> list[str]:
+    """Median absolute and median signed error of each metric by regime (shipped estimates)."""
+    lines = [f"{'metric':<15} {'dimension':<8} {'regime':<28} {'rows':>4} {'|error|':>8} {'signed':>8} "
+             f"{'range':>17}"]
+    for metric in ("max_throughput", "fixed_batch"):
+        mine = [r for r in rows if r.case.metric == metric]
+        for dimension in ("engine", "layout", "link", "vendor"):
+            for value in sorted({r.regime()[dimension] for r in mine}):
+                errors = [r.error for r in mine if r.regime()[dimension] == value]
+                lines.append(f"{metric:<15} {dimension:<8} {value[:28]:<28} {len(errors):4d} "
+                             f"{statistics.median(abs(e) for e in errors):8.1%} {statistics.median(errors):+8.1%} "
+                             f"{min(errors):+8.1%}..{max(errors):+.1%}")
+    return lines
+
+
 def report(directory: Path) -> str:
     cases = sa.cases_of(directory)
     notes = _notes(directory)
+    loaded = loaded_rows(cases)
     out = ["Tensor-parallel decode step by part (ms per step, per GPU, all GPUs at once; a-r = the all-reduces, "
            "(lat) their latency part)", "", "At a stated load (batch: the requests decoding the model finds)",
-           HEADER, *at_load(cases, notes), "", "Batch 1", HEADER, *batch_one(cases), "", *allreduce_check()]
+           HEADER, *at_load(cases, notes), "", "Batch 1", HEADER, *batch_one(cases), "", *allreduce_check(), "",
+           "Dense max throughput and fixed batch at the batch the estimate runs (ms per step; copy = GPUs a model "
+           "copy; prefill = the prefill time a step carries; measured = a step of that batch at the row's tokens/s; "
+           "shipped estimates, in sample)", *at_max(loaded), "", "By regime", *by_regime(loaded)]
     return "\n".join(out) + "\n"
 
 

@@ -81,3 +81,38 @@ def test_all_reduce_check_lists_every_timing():
     lines = tpd.allreduce_check()
     assert len(lines) == 2 + len(tpd.ALLREDUCE_TIMINGS)
     assert collectives.link_class(catalog.gpu(tpd.ALLREDUCE_GPU), tpd.ALLREDUCE_GPUS).kind == "nvlink"
+
+
+@pytest.fixture(scope="module")
+def loaded(cases):
+    return tpd.loaded_rows(cases)
+
+
+def test_every_dense_row_of_many_sequences_is_shown(cases, loaded):
+    """Each dense max-throughput and steady fixed-batch row once, on a copy whose GPUs divide the row's."""
+    wanted = [c for c in cases if c.metric in ("max_throughput", "fixed_batch") and not c.burst and not c.model.is_moe]
+    assert sorted(r.case.ref for r in loaded) == sorted(c.ref for c in wanted)
+    assert any(r.gpus > 1 for r in loaded) and any(r.gpus == 1 for r in loaded)
+    for r in loaded:
+        assert r.case.n_gpus % r.gpus == 0 and r.batch >= 1, r.case.ref
+
+
+def test_the_parts_and_the_prefill_make_up_the_estimate(loaded):
+    """The decode step by part plus the prefill a step carries is the time per step the estimate divides the batch by:
+    copies x batch / (step + prefill) gives the shipped estimate back, so the table leaves nothing out."""
+    for r in loaded:
+        p = r.parts
+        assert p["weights"] + p["kv"] + p["ar"] + p["fixed"] == pytest.approx(p["total"], rel=1e-9), r.case.ref
+        copies = r.case.n_gpus // r.gpus if r.case.metric == "max_throughput" else 1
+        assert copies * r.batch / ((p["total"] + r.prefill_ms) / 1e3) == pytest.approx(r.estimate, rel=1e-6), r.case.ref
+        assert r.measured_step_ms * r.case.measured == pytest.approx((p["total"] + r.prefill_ms) * r.estimate), r.case.ref
+
+
+def test_each_regime_counts_every_row_once(loaded):
+    lines = tpd.by_regime(loaded)
+    for metric in ("max_throughput", "fixed_batch"):
+        n = sum(r.case.metric == metric for r in loaded)
+        for dimension in ("engine", "layout", "link", "vendor"):
+            counts = [int(line.split()[-4]) for line in lines[1:]
+                      if line.split()[:2] == [metric, dimension]]
+            assert sum(counts) == n, (metric, dimension)
