@@ -283,12 +283,15 @@ def _targets_table() -> str:
 
 # Each figure docs/accuracy.md's targets table cites, as (metric, dimension, value) of the report's by-regime
 # breakdown or ("cited", group) of its "Groups docs/accuracy.md's targets table cites", and the words it is
-# cited in: rows, inn / out (median |error| in / out of sample), least / most (signed out of sample), over.
+# cited in: rows, inn / out (median |error| in / out of sample), least / most (signed out of sample), p10 / p90 (the
+# signed out-of-sample error's), over.
 TABLE_FIGURES = [
     (("max_throughput", "all", ""), "{out:.1%} out of sample over {rows} rows ({inn:.1%} in sample)"),
     (("max_throughput", "architecture", "dense"), "dense {out:.1%} over {rows}"),
     (("max_throughput", "architecture", "MoE"), "the {rows} MoE rows, {out:.1%}"),
     (("max_throughput", "engine", "TensorRT-LLM"), "TensorRT-LLM {out:.1%} over {rows}"),
+    (("max_throughput", "engine", "vLLM"), "vLLM V1 {out:.1%} ({rows})"),
+    (("max_throughput", "engine", "vLLM V0"), "vLLM V0 {out:.1%} ({rows})"),
     (("cited", "max_throughput, TensorRT-LLM, dense"), "(dense {out:.1%} over {rows})"),
     (("cited", "bursts"), "{out:.1%} over {rows} rows"),
     (("cited", "bursts"), "{over} of them too fast"),
@@ -334,6 +337,13 @@ TABLE_FIGURES = [
     (("cluster_hours", "all", ""), "(`cluster_hours`): {out:.1%} over {rows} rows"),
     (("mfu", "all", ""), "**{out:.1%}** out of sample over {rows} rows on the 6·N basis ({inn:.1%} in sample"),
     (("scaling", "all", ""), "{out:.1%} out of sample over {rows} rows on the 6·N basis ({inn:.1%} in sample"),
+    (("scaling", "architecture", "dense"), "Dense {out:.1%} ({rows})"),
+    (("scaling", "architecture", "MoE"), "MoE {out:.1%} ({rows}), too fast"),
+    (("scaling", "GPUs", "65-1,024"), "65-1,024 GPUs {out:.1%} ({rows})"),
+    (("scaling", "GPUs", ">1,024"), "more than 1,024 GPUs {out:.1%} ({rows})"),
+    (("mfu", "architecture", "dense"), "dense {out:.1%} over {rows}, MoE"),
+    (("mfu", "architecture", "MoE"), "MoE {out:.1%} over {rows})"),
+    (("training_hours", "all", ""), "P10 {p10:+.0%}, P90 {p90:+.0%}"),
 ]
 
 
@@ -366,7 +376,7 @@ def test_the_targets_table_states_each_figure_as_the_report_finds_it(report):
     broken = {(m, d, v): g for m in accuracy.METRICS for d, v, g in accuracy.breakdown(report, m)}
     for key, words in TABLE_FIGURES:
         g, rows = cited[key[1]] if key[0] == "cited" else (broken[key], None)
-        figures = dict(rows=g.rows, inn=g.inside, out=g.outside, least=g.least, most=g.most,
+        figures = dict(rows=g.rows, inn=g.inside, out=g.outside, least=g.least, most=g.most, p10=g.low, p90=g.high,
                        over=sum(1 for c in rows if c.error_out > 0) if rows is not None else None)
         assert words.format(**figures) in table, (key, words.format(**figures))
     # first tokens at a stated load: the rows within 8% by name, and the range of the others
