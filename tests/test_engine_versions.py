@@ -74,3 +74,72 @@ def test_a_version_no_profile_covers_is_na_naming_those_that_are(private):
     with pytest.raises(FlopsheetError) as info:
         engines.engine("Acme 2.5")
     assert info.value.code == "#N/A" and "2.5" in info.value.message and "Acme 1: 1.x" in info.value.message
+
+
+# Releases as a worksheet user types them (issue 20 item 3, last pass's review): a release must lie in the named
+# profile's range and be no newer than the family's newest published release (engines.csv newest_release).
+@pytest.mark.parametrize("typed,why", [
+    ("vLLM 99.1", "newer than vLLM's newest release 0.33.0"),
+    ("vLLM 0.34", "newer than vLLM's newest release 0.33.0"),
+    ("vLLM V0 0.10.1", "describes releases up to 0.7"),       # V0 named: resolves within V0 or is refused
+    ("vLLM V1 0.5", "describes releases 0.8 to 0.33.0"),      # the V1 profile named with a V0-era release
+    ("vLLM latest", "'latest' is not a release of vLLM"),
+    ("vLLM banana", "'banana' is not a release of vLLM"),
+    ("SGLang 0.6", "newer than SGLang's newest release 0.5.23"),
+    ("SGLang 0.2.15", "outside the releases SGLang's profiles describe"),
+    ("trtllm 1.4.0", "newer than TensorRT-LLM's newest release 1.4.0rc1"),    # the final after its release candidate
+    ("TGI 4.0", "outside the releases Text Generation Inference's profiles describe"),
+    ("llama.cpp 99", "llama.cpp's profile states no releases"),
+    ("llama.cpp b4000", "'b4000' is not a release of llama.cpp"),
+    ("Intel Gaudi software 1.17", "outside the releases Intel Gaudi software's profiles describe"),
+])
+def test_a_release_outside_what_the_profile_describes_is_value_naming_the_range(typed, why):
+    with pytest.raises(FlopsheetError) as info:
+        engines.engine(typed)
+    assert info.value.code == "#VALUE!" and why in info.value.message
+    with pytest.raises(FlopsheetError) as cell:            # the same typed into a worksheet function's engine cell
+        registry.call("DECODE_TOKENS_PER_SEC", "Llama 3.1 8B", "H100", "bf16", 1, 1024, 1, typed)
+    assert cell.value.code == "#VALUE!" and why in cell.value.message
+
+
+@pytest.mark.parametrize("typed,profile,release", [
+    ("vLLM 0.9.2", "vLLM", "0.9.2"), ("vLLM 0.33.0", "vLLM", "0.33.0"), ("vllm v0.10.1rc1", "vLLM", "0.10.1rc1"),
+    ("vLLM V0 0.6.3", "vLLM V0", "0.6.3"), ("vllm-v0 0.7.3", "vLLM V0", "0.7.3"),
+    ("trtllm 1.3.0rc14", "TensorRT-LLM", "1.3.0rc14"), ("SGLang 0.5.12", "SGLang", "0.5.12"),
+    ("TGI 3.3.5", "Text Generation Inference", "3.3.5"), ("Intel Gaudi software 1.18.0", "Intel Gaudi software", "1.18.0")])
+def test_a_release_within_the_range_resolves_in_the_profile_named(typed, profile, release):
+    found = engines.engine(typed)
+    assert (found.name, found.release) == (profile, release)
+
+
+def test_v0_named_with_its_release_answers_with_v0s_figures():
+    """'vLLM V0 0.6.3' is V0 (4 ms a step of CPU time the GPU waits for, 242.5 us a sequence), not V1: one Llama 3.1 8B
+    stream on one H100 decodes at V0's rate, slower than V1's by V0's CPU time per step."""
+    v0, v1 = engines.engine("vLLM V0"), engines.engine("vLLM")
+
+    def rate(name):
+        return registry.call("DECODE_TOKENS_PER_SEC", "Llama 3.1 8B", "H100", "bf16", 1, 1024, 1, name)
+    assert rate("vLLM V0 0.6.3") == rate("vLLM V0") < rate("vLLM 0.9.2") == rate("vLLM")
+    gap_s = 1 / rate("vLLM V0 0.6.3") - 1 / rate("vLLM")
+    assert gap_s * 1e6 == pytest.approx(4000 + 242.489 - 300 + 32 * (46.0 - 48.8), abs=0.5)
+    assert (v0.step_overhead_us, v0.sequence_overhead_us, v1.step_overhead_us) == (4000, 242.489, 300)
+
+
+@pytest.mark.parametrize("cell,why", [
+    ("latest", "'latest' is not a release number"), ("banana", "'banana' is not a release number"),
+    ("0.10", "'0.10' is not a release number"), ("0.7.3", "'0.7.3' is outside the row's version_range '0.8-'"),
+    ("0.34.0", "'0.34.0' is newer than newest_release '0.33.0'")])
+def test_a_private_release_cell_is_checked(private, cell, why):
+    """A private row's `release` (the release 'vLLM' answers for) must be a full release number in the profile's range,
+    no newer than the newest published: the row is refused with its file, line and column."""
+    private(f"name,release\nvLLM,{cell}\n")
+    with pytest.raises(FlopsheetError) as info:
+        engines.engine("vLLM")
+    assert "column release" in info.value.message and why in info.value.message
+
+
+def test_a_private_version_range_is_checked(private):
+    private("name,version_range\nvLLM V0,banana\n")
+    with pytest.raises(FlopsheetError) as info:
+        engines.engine("vLLM V0")
+    assert "column version_range" in info.value.message and "'banana' is not a range of releases" in info.value.message

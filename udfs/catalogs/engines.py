@@ -38,8 +38,8 @@ from functools import cache
 from . import catalog
 from ..physics import calibration as cal
 from .catalog import Gpu, Precision, _build, as_precision
-from ..errors import FlopsheetError, na_error
-from .names import NameIndex
+from ..errors import FlopsheetError, na_error, value_error
+from .names import NameIndex, key
 
 # The engine assumed when none is given: the one a vendor's own throughput figures use on
 # its GPUs (NVIDIA publishes TensorRT-LLM numbers, Intel its Gaudi software's, AMD vLLM's on ROCm),
@@ -97,6 +97,9 @@ class Engine:
     # The release an estimate answers for (engines.csv `release`: vLLM's newest on PyPI); a named version ("vLLM 0.10.1")
     # sets it (_by_version). It picks the MoE kernel of a number format (moe_kernel; udfs/data/moe_kernels.csv).
     release: str = ""
+    # The newest release the engine had published when the row was read (engines.csv `newest_release`, on the family's
+    # current profile): a worksheet's 'vLLM 99.1' newer than it is refused (_check_published). Blank: not stated.
+    newest_release: str = ""
     # Host time per MoE layer of a prefill pass run without CUDA graphs (its Python and kernel launches, the MoE
     # layer's host syncs; capacity._prefill_s): blank (0) where not measured. SGLang's is chosen from DeepSeek-R1
     # first tokens at 1-2 in flight (benchmarks/serving_accuracy.py FITTED, scored out of fold).
@@ -259,6 +262,17 @@ def row_problems(row: dict[str, str]) -> list[tuple[str, str]]:
             as_precision(name)
         except FlopsheetError:
             found.append(("precisions", f"unknown number format {name!r}"))
+    span = (row.get("version_range") or "").strip()
+    span_problem = range_problem(span) if span else None
+    found += [("version_range", span_problem)] if span_problem else []
+    for column in ("release", "newest_release"):
+        text = (row.get(column) or "").strip()
+        why = release_problem(text, "" if span_problem or column == "newest_release" else span) if text else None
+        found += [(column, why)] if why else []
+    newest, release = (row.get(c, "").strip() for c in ("newest_release", "release"))
+    if newest and release and not any(c == "release" for c, _ in found) and (release_key(release) or ()) > (
+            release_key(newest) or ()):
+        found.append(("release", f"{release!r} is newer than newest_release {newest!r}"))
     return found
 
 
@@ -292,33 +306,155 @@ def _numbers(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", text.strip())[:3])
 
 
-# "vLLM 0.5.3", "vllm v0.6", "vLLM 0.10.1.1", "SGLang 0.4.1.post1": a family's name, then a version number
-_VERSIONED = re.compile(r"^(?P<family>.*?\D)[\s_-]*v?(?P<version>\d+(?:\.\d+){0,3})(?:[.\-]?(?:post|rc|dev)\w*)?$",
+# A release as engines.csv and a worksheet write it: up to four numbers, then a pre- or post-release tag ("0.10.1.1",
+# "0.5.3rc0", "0.4.0.post1", "1.4.0rc1"); the tags order as PEP 440 orders them (dev < a < b < rc < final < post).
+_RELEASE = re.compile(r"^v?(?P<numbers>\d+(?:\.\d+){0,3})(?:[.\-]?(?P<tag>post|rc|dev|a|b)(?P<n>\d*))?$", re.IGNORECASE)
+_STAGE = {"dev": 0, "a": 1, "b": 2, "rc": 3, "": 4, "post": 5}
+
+# "vLLM 0.5.3", "vllm v0.6", "vLLM 0.10.1.1", "SGLang 0.4.1.post1": an engine's name, then a release
+_VERSIONED = re.compile(r"^(?P<family>.*?\D)[\s_-]*(?P<release>v?\d+(?:\.\d+){0,3}(?:[.\-]?(?:post|rc|dev|a|b)\d*)?)$",
                         re.IGNORECASE)
 
 
-def _by_version(text: str) -> Engine | None:
-    """The profile of a family whose version_range holds the version in `text` (a family with one
-    profile and no range: that profile); None if `text` names no family with a version."""
-    match = _VERSIONED.match(text.strip())
+def release_key(text: str) -> tuple[int, ...] | None:
+    """A release's sort key (numbers padded to four, then the tag's stage and number); None if `text` is no release."""
+    match = _RELEASE.match(text.strip())
     if not match:
         return None
-    text_family = match.group("family").strip()
-    named = [e for e in engines() if e.family and e.family.lower() == text_family.lower()]
+    numbers = [int(p) for p in match.group("numbers").split(".")]
+    return (*numbers, *[0] * (4 - len(numbers)), _STAGE[(match.group("tag") or "").lower()], int(match.group("n") or 0))
+
+
+def release_problem(release: str, version_range: str) -> str | None:
+    """Why a stated release (engines.csv `release`, `newest_release`) does not read: not a full release number
+    (a series such as '0.10' spans releases whose kernels differ), or outside the row's own version_range."""
+    parsed = release_key(release)
+    if parsed is None or len(_RELEASE.match(release.strip()).group("numbers").split(".")) < 3:  # type: ignore[union-attr]
+        return f"{release!r} is not a release number (three or four numbers, e.g. 0.10.1 or 1.4.0rc1)"
+    if version_range and not _in_range(_numbers(release), version_range):
+        return f"{release!r} is outside the row's version_range {version_range!r}"
+    return None
+
+
+def range_problem(version_range: str) -> str | None:
+    """Why a version_range does not read: it must be "lo-hi" of release numbers, either end open ("0.8-", "-0.7")."""
+    lo, _, hi = version_range.partition("-")
+    if "-" not in version_range or not (lo or hi) or any(p and release_key(p) is None for p in (lo, hi)):
+        return f"{version_range!r} is not a range of releases ('lo-hi', either end open: '0.8-', '-0.7', '1.18-1.18')"
+    return None
+
+
+def _family(e: Engine) -> str:
+    return e.family or e.name
+
+
+def _profiles(family: str) -> list[Engine]:
+    return [e for e in engines() if _family(e) == family]
+
+
+def newest_release(family: str) -> str:
+    """The newest release the family had published when its row was read (engines.csv `newest_release`); '' if
+    no row states one."""
+    stated = [e.newest_release for e in _profiles(family) if e.newest_release]
+    return max(stated, key=lambda r: release_key(r) or ()) if stated else ""
+
+
+def _span(e: Engine) -> str:
+    """The releases a profile describes, in words for a message: its range, an open end closed at the newest release."""
+    lo, _, hi = e.version_range.partition("-")
+    newest = newest_release(_family(e))
+    if not lo:
+        return f"up to {hi or newest or 'any'}"
+    return f"{lo} to {hi or newest or 'any newer'}"
+
+
+def _by_version(text: str) -> Engine | None:
+    """The profile an engine named with a release runs (`text` is "<name> <release>"), with that release set
+    (it picks the MoE kernels: moe_kernel); None if `text` starts with no engine's name. A family's own name
+    ("vLLM 0.5") picks the profile whose version_range holds the release; a profile's name ("vLLM V0 0.6.3")
+    keeps that profile and the release must be in its range. #VALUE! for a release outside the named
+    profile's range, newer than the newest published release, or given to an engine that states no releases."""
+    match = _VERSIONED.match(text.strip())
+    named = _named(match.group("family").strip()) if match else None
+    if match is None or named is None:
+        _refuse_words(text)
+        return None
+    release = match.group("release").lstrip("vV")
+    base, by_family = named
+    family = _family(base)
+    if by_family:
+        found = _profile_of_release(family, release)
+    elif not base.version_range:
+        raise value_error(f"{base.name!r} names no releases ({base.version or 'one configuration'}): name it without "
+                          f"a release, or name the family with one ('{family} {release}')")
+    elif not base.covers(_numbers(release)):
+        raise value_error(f"{text.strip()!r}: the {base.name} profile ({base.version}) describes releases "
+                          f"{_span(base)}; name the family for another release ('{family} {release}')")
+    else:
+        found = base
+    _check_published(found, release)
+    return replace(found, release=release)
+
+
+def _named(text: str) -> tuple[Engine, bool] | None:
+    """(the profile `text` names, whether it names the whole family) for the part of an engine name before its
+    release; None if it names no engine. A family's own name, or a name of a family's only profile, is the family."""
+    for e in engines():
+        if key(_family(e)) == key(text):
+            return e, True
     try:
-        base = named[0] if named else _index().resolve(text_family)
+        base = _index().resolve(text)
     except FlopsheetError:
         return None
-    family = base.family or base.name
-    version = _numbers(match.group("version"))
-    profiles = [e for e in engines() if (e.family or e.name) == family]
-    if len(profiles) == 1 and not profiles[0].version_range:
-        return profiles[0]                 # one profile describes every version of the engine
-    found = next((e for e in profiles if e.covers(version)), None)
-    if found is None:
-        known = "; ".join(f"{e.name}: {e.version}" for e in profiles) or f"{base.name}: {base.version or 'one profile'}"
-        raise na_error(f"no {family} profile describes version {match.group('version')} ({known})")
-    return replace(found, release=match.group("version"))    # the release named picks its kernels (moe_kernel)
+    return base, len(_profiles(_family(base))) == 1
+
+
+def _profile_of_release(family: str, release: str) -> Engine:
+    """The family's profile for a release: the one whose range holds it (of overlapping ones, the newest: a new
+    engine generation becomes the default); a family with one unranged profile: that one, if it states releases."""
+    profiles = _profiles(family)
+    ranged = [e for e in profiles if e.version_range]
+    if not ranged:
+        if not newest_release(family):
+            what = profiles[0].version or "one profile for every version"
+            raise value_error(f"{family} {release}: {family}'s profile states no releases ({what}); name it without "
+                              f"a release ('{family}')")
+        return profiles[0]
+    version = _numbers(release)
+    covering = [e for e in ranged if e.covers(version)]
+    if covering:
+        return max(covering, key=lambda e: release_key(e.version_range.partition("-")[0] or "0") or ())
+    known = "; ".join(f"{e.name}: {e.version}, releases {_span(e)}" for e in ranged)
+    newest = newest_release(family)
+    bounds = [tuple(_numbers(p) for p in e.version_range.split("-", 1)) for e in ranged]
+    above = (bool(newest) and (release_key(release) or ()) > (release_key(newest) or ())) or all(
+        hi and version[:len(hi)] > hi for _, hi in bounds)
+    if above or all(lo and version < lo for lo, _ in bounds):
+        raise value_error(f"{family} {release} is outside the releases {family}'s profiles describe ({known})")
+    raise na_error(f"no {family} profile describes version {release} ({known})")
+
+
+def _check_published(e: Engine, release: str) -> None:
+    """#VALUE! for a release newer than the family's newest published one (engines.csv `newest_release`)."""
+    family, newest = _family(e), newest_release(_family(e))
+    if newest and (release_key(release) or ()) > (release_key(newest) or ()):
+        raise value_error(f"{family} {release} is newer than {family}'s newest release {newest} "
+                          f"({e.name} describes {_span(e)})")
+
+
+def _refuse_words(text: str) -> None:
+    """#VALUE! for an engine's name followed by words that are not a release ('vLLM latest', 'llama.cpp b4000'):
+    the engine is known, what follows it is not a release it can answer for."""
+    lowered = text.strip().lower()
+    names = sorted(((n, e) for e in engines() for n in (e.name, *e.aliases) if n), key=lambda p: -len(p[0]))
+    for name, e in names:
+        rest = lowered[len(name):]
+        if lowered.startswith(name.lower()) and rest[:1] in (" ", "_", "-") and rest.strip(" _-"):
+            newest = newest_release(_family(e))
+            what = (f"a release number ({e.name} describes {_span(e)})" if newest else
+                    f"no release: {_family(e)}'s profile states none")
+            raise value_error(f"{text.strip()!r}: {text.strip()[len(name):].strip(' _-')!r} is not a release of "
+                              f"{_family(e)}; name {what}")
 
 
 def default_engine_name(gpu: Gpu | None = None) -> str:
