@@ -175,6 +175,18 @@ class Loaded:
         """A step of `batch` sequences (its prefill share included) at the row's measured tokens/s."""
         return (self.parts["total"] + self.prefill_ms) * self.estimate / self.case.measured
 
+    @property
+    def product_rate_factor(self) -> float | None:
+        """Where the products bound the step (they outlast the weight stream and are half of it or more): how much
+        faster than modelled they would have to run for the row's measured tokens/s, the rest of the step as modelled
+        and the prefill counted as products (its attention, reads and launches are not taken out: an approximation).
+        None elsewhere."""
+        p = self.parts
+        if p["gemm"] < max(p["stream"], p["total"] / 2):
+            return None
+        rest = p["total"] - p["gemm"]
+        return (p["gemm"] + self.prefill_ms) / (self.measured_step_ms - rest)
+
     def regime(self) -> dict[str, str]:
         g = self.case.gpu
         layout = "one GPU" if self.gpus == 1 else "tensor parallel" if self.case.engine.multi_gpu == "tensor" \
@@ -211,13 +223,18 @@ def loaded_rows(cases: list[sa.Case]) -> list[Loaded]:
 
 def at_max(rows: list[Loaded]) -> list[str]:
     lines = [f"{'row':<58} {'copy':>4} {'link':>8} {'batch':>6} {'step':>7} {'wts':>6} {'gemm':>6} {'kv':>5} "
-             f"{'a-r':>5} {'(lat)':>6} {'fixed':>6} {'prefill':>7} {'measured':>8} {'error':>7}"]
+             f"{'a-r':>5} {'(lat)':>6} {'fixed':>6} {'prefill':>7} {'measured':>8} {'error':>7} {'rate x':>6}"]
     for r in sorted(rows, key=lambda r: (r.case.metric, r.case.engine.name, r.gpus, r.case.ref)):
         p, reg = r.parts, r.regime()
         lines.append(f"{_label(r.case):<58} {r.gpus:4d} {reg['link'][:8]:>8} {r.batch:6.0f} {p['total']:7.2f} "
                      f"{p['stream']:6.2f} {p['gemm']:6.2f} {p['kv']:5.2f} {p['ar']:5.2f} ({p['ar_lat']:4.2f}) "
-                     f"{p['fixed']:6.2f} {r.prefill_ms:7.2f} {r.measured_step_ms:8.2f} {r.error:+7.1%}")
+                     f"{p['fixed']:6.2f} {r.prefill_ms:7.2f} {r.measured_step_ms:8.2f} {r.error:+7.1%} "
+                     f"{_factor(r.product_rate_factor):>6}")
     return lines
+
+
+def _factor(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def by_regime(rows: list[Loaded]) -> list[str]:
@@ -244,7 +261,9 @@ def report(directory: Path) -> str:
            HEADER, *at_load(cases, notes), "", "Batch 1", HEADER, *batch_one(cases), "", *allreduce_check(), "",
            "Dense max throughput and fixed batch at the batch the estimate runs (ms per step; copy = GPUs a model "
            "copy; prefill = the prefill time a step carries; measured = a step of that batch at the row's tokens/s; "
-           "shipped estimates, in sample)", *at_max(loaded), "", "By regime", *by_regime(loaded)]
+           "shipped estimates, in sample; rate x = where the products bound the step, how much faster than modelled "
+           "they would have to run for the measured figure, the prefill counted as products)", *at_max(loaded), "",
+           "By regime", *by_regime(loaded)]
     return "\n".join(out) + "\n"
 
 

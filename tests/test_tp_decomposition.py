@@ -116,3 +116,16 @@ def test_each_regime_counts_every_row_once(loaded):
             counts = [int(line.split()[-4]) for line in lines[1:]
                       if line.split()[:2] == [metric, dimension]]
             assert sum(counts) == n, (metric, dimension)
+
+
+def test_the_product_rate_factor_gives_the_measured_step_back(loaded):
+    """Where it is shown, running the products (the prefill counted as products) that much faster and keeping the rest
+    of the step gives the step the row's measured tokens/s implies; it is shown only where the products are half the
+    step or more."""
+    shown = [r for r in loaded if r.product_rate_factor is not None]
+    assert shown and len(shown) < len(loaded)
+    for r in shown:
+        p = r.parts
+        assert p["gemm"] >= max(p["stream"], p["total"] / 2), r.case.ref
+        rest = p["total"] - p["gemm"]
+        assert rest + (p["gemm"] + r.prefill_ms) / r.product_rate_factor == pytest.approx(r.measured_step_ms), r.case.ref
