@@ -1,5 +1,5 @@
 """Engines by version (issue 20 item 3): a profile states the versions it describes; an engine named
-with a version resolves to the profile whose range holds it; the default is the version deployed today."""
+with a version resolves to the profile whose range holds it; the default states the release it answers for."""
 
 import pytest
 
@@ -17,11 +17,20 @@ def test_a_version_picks_its_profile(name, profile):
     assert engines.engine(name).name == profile
 
 
-def test_the_default_is_the_version_deployed_today_and_says_so():
+def test_the_default_states_the_release_whose_defaults_it_holds():
+    """'vLLM' holds vLLM 0.19.1's defaults (gpu_memory_utilization 0.90; 0.20.0 made it 0.92) and says so: it answers for
+    0.19.1, not for 0.33.0, the newest published; 0.20.0 to 0.33.0 are #N/A naming the profile, later ones #VALUE!."""
     mi300x = catalog.gpu("MI300X")
     default = engines.engine("", mi300x)
     assert default.name == "vLLM" and default.covers((0, 10, 2)) and not default.covers((0, 7, 3))
-    assert "deployed today" in default.version and "V1" in engines.DEFAULT_ENGINE_TEXT
+    assert (default.release, default.newest_release, default.memory_fraction) == ("0.19.1", "0.33.0", 0.90)
+    assert "0.19.1" in default.version and "0.19.1" in engines.DEFAULT_ENGINE_TEXT
+    assert engines.engine("vLLM 0.19.1").name == "vLLM"
+    for release in ("0.20.0", "0.28.0", "0.33.0"):
+        with pytest.raises(FlopsheetError) as info:
+            engines.engine(f"vLLM {release}")
+        assert info.value.code == "#N/A" and f"version {release}, a published release" in info.value.message
+        assert "0.92" in info.value.message
     assert all(e.version for e in engines.engines() if e.family)
 
 
@@ -82,7 +91,7 @@ def test_a_version_no_profile_covers_is_na_naming_those_that_are(private):
     ("vLLM 99.1", "newer than vLLM's newest release 0.33.0"),
     ("vLLM 0.34", "newer than vLLM's newest release 0.33.0"),
     ("vLLM V0 0.10.1", "describes releases up to 0.7"),       # V0 named: resolves within V0 or is refused
-    ("vLLM V1 0.5", "describes releases 0.8 to 0.33.0"),      # the V1 profile named with a V0-era release
+    ("vLLM V1 0.5", "describes releases 0.8 to 0.19"),        # the V1 profile named with a V0-era release
     ("vLLM latest", "'latest' is not a release of vLLM"),
     ("vLLM banana", "'banana' is not a release of vLLM"),
     ("SGLang 0.6", "newer than SGLang's newest release 0.5.23"),
@@ -103,7 +112,7 @@ def test_a_release_outside_what_the_profile_describes_is_value_naming_the_range(
 
 
 @pytest.mark.parametrize("typed,profile,release", [
-    ("vLLM 0.9.2", "vLLM", "0.9.2"), ("vLLM 0.33.0", "vLLM", "0.33.0"), ("vllm v0.10.1rc1", "vLLM", "0.10.1rc1"),
+    ("vLLM 0.9.2", "vLLM", "0.9.2"), ("vLLM 0.19.1", "vLLM", "0.19.1"), ("vllm v0.10.1rc1", "vLLM", "0.10.1rc1"),
     ("vLLM V0 0.6.3", "vLLM V0", "0.6.3"), ("vllm-v0 0.7.3", "vLLM V0", "0.7.3"),
     ("trtllm 1.3.0rc14", "TensorRT-LLM", "1.3.0rc14"), ("SGLang 0.5.12", "SGLang", "0.5.12"),
     ("TGI 3.3.5", "Text Generation Inference", "3.3.5"), ("Intel Gaudi software 1.18.0", "Intel Gaudi software", "1.18.0")])
@@ -127,8 +136,8 @@ def test_v0_named_with_its_release_answers_with_v0s_figures():
 
 @pytest.mark.parametrize("cell,why", [
     ("latest", "'latest' is not a release number"), ("banana", "'banana' is not a release number"),
-    ("0.10", "'0.10' is not a release number"), ("0.7.3", "'0.7.3' is outside the row's version_range '0.8-'"),
-    ("0.34.0", "'0.34.0' is newer than newest_release '0.33.0'")])
+    ("0.10", "'0.10' is not a release number"), ("0.7.3", "'0.7.3' is outside the row's version_range '0.8-0.19'"),
+    ("0.34.0", "'0.34.0' is outside the row's version_range '0.8-0.19'")])
 def test_a_private_release_cell_is_checked(private, cell, why):
     """A private row's `release` (the release 'vLLM' answers for) must be a full release number in the profile's range,
     no newer than the newest published: the row is refused with its file, line and column."""
@@ -143,3 +152,10 @@ def test_a_private_version_range_is_checked(private):
     with pytest.raises(FlopsheetError) as info:
         engines.engine("vLLM V0")
     assert "column version_range" in info.value.message and "'banana' is not a range of releases" in info.value.message
+
+
+def test_a_private_release_newer_than_the_newest_published_is_refused(private):
+    private("name,version_range,release\nvLLM,0.8-,0.34.0\n")
+    with pytest.raises(FlopsheetError) as info:
+        engines.engine("vLLM")
+    assert "column release" in info.value.message and "newer than newest_release '0.33.0'" in info.value.message

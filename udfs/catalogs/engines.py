@@ -49,9 +49,10 @@ DEFAULT_ENGINES = {"NVIDIA": "TensorRT-LLM", "Apple": "llama.cpp"}
 FAMILY_ENGINES = {"Gaudi": "Intel Gaudi software"}
 FALLBACK_ENGINE = "vLLM"
 DEFAULT_ENGINE_TEXT = ("TensorRT-LLM on NVIDIA GPUs, llama.cpp on Apple silicon, Intel Gaudi software (1.18) on "
-                       "Gaudi, vLLM (its V1 engine, 0.8 and later) on others; 'vLLM' answers for release 0.33.0, the "
-                       "newest on 2026-11-24, and 'vLLM 0.10.1' for that release (its MoE kernels: MXFP4 experts "
-                       "through Marlin, padded, on Hopper)")
+                       "Gaudi, vLLM (its V1 engine, 0.8 to 0.19.1) on others; 'vLLM' answers for release 0.19.1, the "
+                       "newest whose defaults it holds (0.33.0 is the newest published, 2026-11-24; 0.20.0 raised the "
+                       "memory share to 0.92: 0.20.0-0.33.0 are #N/A), and 'vLLM 0.10.1' for that release (its MoE "
+                       "kernels: MXFP4 experts through Marlin, padded, on Hopper)")
 
 
 @dataclass(frozen=True)
@@ -427,11 +428,12 @@ def _profile_of_release(family: str, release: str) -> Engine:
     known = "; ".join(f"{e.name}: {e.version}, releases {_span(e)}" for e in ranged)
     newest = newest_release(family)
     bounds = [tuple(_numbers(p) for p in e.version_range.split("-", 1)) for e in ranged]
-    above = (bool(newest) and (release_key(release) or ()) > (release_key(newest) or ())) or all(
-        hi and version[:len(hi)] > hi for _, hi in bounds)
+    if newest and (release_key(release) or ()) > (release_key(newest) or ()):
+        raise value_error(f"{family} {release} is newer than {family}'s newest release {newest} ({known})")
+    above = not newest and all(hi and version[:len(hi)] > hi for _, hi in bounds)
     if above or all(lo and version < lo for lo, _ in bounds):
         raise value_error(f"{family} {release} is outside the releases {family}'s profiles describe ({known})")
-    raise na_error(f"no {family} profile describes version {release} ({known})")
+    raise na_error(f"no {family} profile describes version {release}, a published release ({known})")
 
 
 def _check_published(e: Engine, release: str) -> None:
