@@ -332,6 +332,12 @@ class CloudPrice:
     source: str
     as_of: str
     note: str
+    cluster_network_gbps: float | None = None   # GPU traffic between instances, Gb/s an instance (blank: none stated)
+    network_source: str = ""
+
+    def network_gbps_per_gpu(self) -> float | None:
+        """Gb/s each GPU gets on the network between instances (None: the catalog states none)."""
+        return self.cluster_network_gbps / (self.gpu_count or 1) if self.cluster_network_gbps else None
 
 
 # ---------------------------------------------------------------- hosted-API prices
@@ -379,11 +385,18 @@ def _instance_index() -> NameIndex[str]:
     return index
 
 
-def cheapest_cloud_price(gpu_name: str, pricing: str = "on-demand") -> CloudPrice | None:
-    """The cheapest current price row of a GPU for one pricing (None when the catalog has none):
-    the one cloud rate the picker, the report and the workbooks use."""
+def cheapest_cloud_price(gpu_name: str, pricing: str = "on-demand", together: int = 1, job_gpus: int | None = None,
+                         joined_gbps: float = 0.0) -> CloudPrice | None:
+    """The one home of "the cloud rate for N GPUs of this kind": the cheapest current row of a GPU for one pricing
+    whose instance holds at least `together` of them (None when the catalog has none). A job of `job_gpus` GPUs
+    more than an instance holds joins several instances: such a row qualifies only where the catalog states a
+    network between its instances of at least `joined_gbps` Gb/s a GPU (one-GPU rentals over the public network
+    are not a training cluster). The picker, the report, the plan and the workbooks all price through it."""
+    def fits(p: CloudPrice) -> bool:
+        n = p.gpu_count or 1
+        return n >= together and (not job_gpus or job_gpus <= n or (p.network_gbps_per_gpu() or 0.0) >= joined_gbps > 0)
     priced = [(p.usd_per_gpu_hour, p) for p in cloud_prices() if p.gpu == gpu_name and p.status == "current"
-              and p.pricing == pricing and p.usd_per_gpu_hour is not None and p.usd_per_gpu_hour > 0]
+              and p.pricing == pricing and p.usd_per_gpu_hour is not None and p.usd_per_gpu_hour > 0 and fits(p)]
     return min(priced, key=lambda rate_row: rate_row[0])[1] if priced else None
 
 

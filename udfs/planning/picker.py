@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..physics import calibration as cal
 from ..physics import capacity, defaults, economics, evidence, training, training_efficiency, training_memory
 from ..catalogs import catalog, resolve
 from ..catalogs.catalog import Gpu, Model, Precision, as_precision
@@ -93,6 +94,7 @@ class Option:
     ttft_p95_ms: float | None = None      # serving: the p95 wait for a slot + the mean time to first token
     latency_p95_s: float | None = None    # serving: the p95 wait for a slot + the mean whole request
     instance_gpus: int = 1                # cloud: GPUs that must be in one instance (instance_gpus); its rate is cloud_row's
+    rate_usd: float | None = None         # $ per GPU-hour it is priced at (training: the instance the job needs)
     gpu_row: Gpu = field(kw_only=True, repr=False, compare=False)   # the GPU itself (never looked up again)
     evidence: evidence.Evidence | None = field(default=None, kw_only=True, repr=False, compare=False)
     to_verify: str = field(default="", kw_only=True)   # the measurement that would verify it (unverified only)
@@ -167,24 +169,29 @@ class Budget:
         return None
 
 
-def sold_unit(gpu: Gpu, basis: str, together: int = 1) -> int:
+def sold_unit(gpu: Gpu, basis: str, together: int = 1, job_gpus: int | None = None) -> int:
     """GPUs in the smallest unit one can buy or rent: an owned system (`system_gpus`) or a cloud
     instance (the `gpu_count` of the cheapest on-demand row holding `together` GPUs, cloud_row; 1 where the
     catalog rents none)."""
     if basis == "owned":
         return int(gpu.need("system_gpus", "buying whole systems"))
-    row = cloud_row(gpu, together)
+    row = cloud_row(gpu, together, job_gpus)
     return row.gpu_count if row is not None and row.gpu_count else 1
 
 
-def cloud_row(gpu: Gpu, together: int = 1) -> catalog.CloudPrice | None:
+# A job that joins rented instances needs the network between them that the training model's gradient
+# all-reduce assumes: each GPU's own NIC at calibration.NETWORK_GBS_PER_GPU, in Gb/s.
+JOIN_GBPS_PER_GPU = 8 * cal.NETWORK_GBS_PER_GPU
+
+
+def cloud_row(gpu: Gpu, together: int = 1, job_gpus: int | None = None) -> catalog.CloudPrice | None:
     """The cheapest current on-demand instance of the GPU with at least `together` of them (with 1, the catalog's
-    cheapest row). GPUs that must share the GPU link are rented in one instance, not as separate one-GPU machines:
-    a serving copy's tensor-parallel group, and a job's GPUs up to a server (instance_gpus)."""
-    rows = [p for p in catalog.cloud_prices() if p.gpu == gpu.name and p.status == "current"
-            and p.pricing == "on-demand" and p.usd_per_gpu_hour is not None and p.usd_per_gpu_hour > 0
-            and (p.gpu_count or 1) >= together]
-    return min(rows, key=lambda p: p.usd_per_gpu_hour or 0.0) if rows else None
+    cheapest row): catalog.cheapest_cloud_price, the one home of the cloud rate for N GPUs. GPUs that must share
+    the GPU link are rented in one instance, not as separate one-GPU machines: a serving copy's tensor-parallel
+    group, and a job's GPUs up to a server (instance_gpus). A training job of `job_gpus` GPUs larger than one
+    instance joins several: only an instance with a stated network between instances of JOIN_GBPS_PER_GPU
+    qualifies."""
+    return catalog.cheapest_cloud_price(gpu.name, "on-demand", together, job_gpus, JOIN_GBPS_PER_GPU)
 
 
 def instance_gpus(gpu: Gpu, count: int, gpus_per_copy: int | None = None) -> int:
@@ -211,9 +218,9 @@ def spread(ev: evidence.Evidence | None, point: float | None, cost: bool = False
     return ev.value_range(point, inverse=cost and ev.regime.metric == "throughput")
 
 
-def cloud_rate(gpu: Gpu, together: int = 1) -> tuple[float, str] | None:
+def cloud_rate(gpu: Gpu, together: int = 1, job_gpus: int | None = None) -> tuple[float, str] | None:
     """$/GPU-hour and its note of the cheapest instance holding `together` GPUs (cloud_row)."""
-    best = cloud_row(gpu, together)
+    best = cloud_row(gpu, together, job_gpus)
     if best is None or best.usd_per_gpu_hour is None:
         return None
     return best.usd_per_gpu_hour, cloud_note(best)
@@ -257,8 +264,9 @@ def _fail(option: Option, status: Status, **figures) -> Option:
     return option
 
 
-def _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis, together: int = 1) -> Option:
+def _training_option(gpu, model, workload, precision, tokens, deadline, basis, together: int = 1) -> Option:
     gpu.tensor_peak(precision, "training time", weight_only=False)        # no tensor units: the error, first
+    rate = cloud_rate(gpu, together) if basis == "cloud" else owned_rate(gpu)
     option = Option(gpu.name, 0, False, None, None, None, "$", rate[1] if rate else "no price", gpu_row=gpu)
     usable = training_memory.usable_gib(gpu)
     if workload in ("lora", "qlora"):
@@ -277,15 +285,23 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, rate, ba
     ideal = training.on_cluster(model, gpu, tokens, 1, precision, scope, method=method).compute_gpu_hours
     unit = sold_unit(gpu, basis, together)
     count, eff = training_count(model, gpu, precision, ideal, n_mem, deadline, unit, method)
+    joined = basis == "cloud" and rate is not None and count > unit     # joins instances: a cluster network
+    row = cloud_row(gpu, together, count) if joined else None
+    if row is not None:
+        rate, unit = (given(row.usd_per_gpu_hour, "the instance's rate"), cloud_note(row)), row.gpu_count or 1
+        option.price_basis = rate[1]
+        count, eff = training_count(model, gpu, precision, ideal, n_mem, deadline, unit, method)
     option.count, option.purchase_unit, option.mem_count = count, unit, n_mem
     option.ideal_gpu_hours, option.gpu_hours = ideal, ideal / eff          # on_cluster's hours at that count
     option.days = option.gpu_hours / count / 24
     option.instance_gpus = together
     if count > MAX_GPUS:
         return _fail(option, Status.MISSES_DEADLINE, count=count)
+    if joined and row is None:
+        return _fail(option, Status.NO_NETWORK, gpu=gpu.name, count=count, unit=unit, needed_gbps=JOIN_GBPS_PER_GPU)
     if rate is None:
         return _fail(option, Status.NO_PRICE, basis=basis, **({"together": together} if together > 1 else {}))
-    option.cost = option.gpu_hours * rate[0]
+    option.cost, option.rate_usd = option.gpu_hours * rate[0], rate[0]
     return option
 
 
@@ -511,8 +527,8 @@ def unverified(opt, include: str) -> None:
 def _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, shape, price_basis, min_tps) -> Option:
     """One GPU's option, in whole systems or instances, with its cash (up front and a month)."""
     basis = resolve_basis(workload, price_basis)
-    rate = price(gpu, workload, basis)
     if workload == "serve":
+        rate = price(gpu, workload, basis)
         opt = _serving_option(gpu, model, precision, shape, tokens_or_traffic or 0, min_tps, rate, basis)
         together = instance_gpus(gpu, opt.count, opt.gpus_per_copy or 1)
         if basis == "cloud" and together > 1:        # a copy's GPUs in one instance: its price, sized the same
@@ -522,20 +538,21 @@ def _option(gpu, workload, model, precision, deadline_days, tokens_or_traffic, s
             if opt.status is Status.NO_PRICE:
                 opt.reason = Reason(Status.NO_PRICE, {"basis": basis, "together": together})
         whole_systems(opt, gpu, rate, tokens_or_traffic, sold_unit(gpu, basis, opt.instance_gpus))
+        opt.rate_usd = rate[0] if rate else None
     else:
         tokens, deadline = job_tokens(workload, model, tokens_or_traffic), deadline_days or defaults.DEADLINE_DAYS
-        opt = _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis)
+        opt = _training_option(gpu, model, workload, precision, tokens, deadline, basis)
         # a job's GPUs up to a server in one instance, until the instance holds the GPUs it sized: each pass takes
         # a larger instance (together > the last), capped at a server, so a server's GPUs + 1 passes bound it
         for _ in range((gpu.system_gpus or 1) + 1):
             together = instance_gpus(gpu, opt.count) if basis == "cloud" and opt.count else 1
             if together <= opt.instance_gpus:
                 break
-            rate = cloud_rate(gpu, together)
-            opt = _training_option(gpu, model, workload, precision, tokens, deadline, rate, basis, together)
+            opt = _training_option(gpu, model, workload, precision, tokens, deadline, basis, together)
         else:
             raise num_error(f"{gpu.name}: the GPUs a job needs in one instance did not settle "
                             f"({together} after {(gpu.system_gpus or 1) + 1} passes)")
+        rate = (opt.rate_usd, opt.price_basis) if opt.rate_usd is not None else None
     if opt.ok and rate is not None and opt.count:
         _cash(opt, gpu, workload, basis, rate[0])
     return opt

@@ -20,6 +20,7 @@ class Status(StrEnum):
     TOO_SLOW = "too_slow"                    # each request slower than the latency target
     TOO_LITTLE_THROUGHPUT = "too_little_throughput"
     NO_PRICE = "no_price"
+    NO_NETWORK = "no_network"                # a job over several rented instances, none with a network between them
     OVER_BUDGET = "over_budget"
     NOT_LICENSED = "not_licensed"            # GeForce card: the driver licence forbids data-centre use
     TIER_EXCLUDED = "tier_excluded"          # a tier the `tiers` argument leaves out
@@ -71,6 +72,10 @@ TEMPLATES: dict[tuple[Status, frozenset[str]], str] = {
     (Status.NO_PRICE, frozenset({"basis", "together"})):
         "no {basis} instance in the catalog holds {together} of these GPUs on one link (a copy's tensor-parallel "
         "group, or a job's GPUs up to a server)",
+    (Status.NO_NETWORK, frozenset({"gpu", "count", "unit", "needed_gbps"})):
+        "no training cluster: {count:@GPU} of {gpu} span instances of {unit}, and no catalog instance of it "
+        "states a network between instances of {needed_gbps:g} Gb/s a GPU (what the training model assumes); "
+        "rentals joined over the public network are not a training cluster",
     (Status.NO_PRICE, frozenset({"basis", "scenario"})): "no {basis} price in the catalog or the scenario",
     (Status.OVER_BUDGET, frozenset({"cost", "budget", "what"})): "over budget: {what} ${cost:,.0f} > ${budget:,.0f}",
     (Status.NOT_LICENSED, frozenset({"gpu", "include"})):

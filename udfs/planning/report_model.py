@@ -368,7 +368,8 @@ def own_vs_rent(sc: Scenario, rows: list[Row], best: Row) -> OwnVsRent | Missing
     The same money (sweep.money) as every row; MissingPrice when the GPU lacks a price on either side."""
     g = best.gpu_row
     together = picker.instance_gpus(g, best.count, best.gpus_per_copy if sc.serving else None)
-    own, rent = money(sc, g, "owned"), money(sc, g, "cloud", together=together)
+    own, rent = money(sc, g, "owned"), money(sc, g, "cloud", together=together,
+                                              job_gpus=None if sc.serving else best.count)
     if own is None or rent is None:
         return MissingPrice(g.name, best.count, "cloud" if rent is None else "owned")
     o, n, bought = sc.ownership, best.count, owned_count(sc, g, best.count)

@@ -150,9 +150,11 @@ class Money:
     lines: dict | None = None
 
 
-def money(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0, together: int = 1) -> Money | None:
-    """`together`: GPUs that must be in one rented instance (picker.instance_gpus); cloud only."""
-    rate = scenario_rate(sc, gpu, basis, price_scale, together)
+def money(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0, together: int = 1,
+          job_gpus: int | None = None) -> Money | None:
+    """`together`: GPUs that must be in one rented instance (picker.instance_gpus); `job_gpus`: a training job's
+    GPUs, which need a cluster network where they span instances (picker.cloud_row); cloud only."""
+    rate = scenario_rate(sc, gpu, basis, price_scale, together, job_gpus)
     if rate is None:
         return None
     if basis == "cloud":
@@ -171,13 +173,13 @@ def owned_count(sc: Scenario, gpu: catalog.Gpu, count: int) -> int:
 
 
 def breakeven_month(sc: Scenario, gpu: catalog.Gpu, count: int, price_scale: float = 1.0,
-                    together: int = 1) -> int | None:
+                    together: int = 1, job_gpus: int | None = None) -> int | None:
     """First month in which renting `count` of this GPU at its cheapest cloud rate has cost as much as
     buying them (whole systems to serve; capex up front) and running them; rent is for 730 h a month
     serving, for the busy hours (730 x utilization) training. None: no price on one side, or not
     within the lifetime, or a figure owning needs is missing (its #N/A is the owned row's reason)."""
     try:
-        own, rent = money(sc, gpu, "owned", price_scale), money(sc, gpu, "cloud", price_scale, together)
+        own, rent = money(sc, gpu, "owned", price_scale), money(sc, gpu, "cloud", price_scale, together, job_gpus)
         bought = owned_count(sc, gpu, count)
     except MissingFigure:
         return None
@@ -193,14 +195,14 @@ def breakeven_month(sc: Scenario, gpu: catalog.Gpu, count: int, price_scale: flo
 
 
 def scenario_rate(sc: Scenario, gpu: catalog.Gpu, basis: str, price_scale: float = 1.0,
-                  together: int = 1) -> tuple[float, str] | None:
+                  together: int = 1, job_gpus: int | None = None) -> tuple[float, str] | None:
     """$/GPU-hour and its note: the scenario's price where it gives one, else the catalog's (rented: the cheapest
     instance holding `together` GPUs, picker.cloud_row)."""
     if basis == "cloud":
         if gpu.name in sc.cloud_overrides:
             r = sc.cloud_overrides[gpu.name] * price_scale
             return r, f"negotiated ${sc.cloud_overrides[gpu.name]:g}/GPU-h (scenario)"
-        cloud = picker.cloud_rate(gpu, together)
+        cloud = picker.cloud_rate(gpu, together, job_gpus)
         return (cloud[0] * price_scale, cloud[1]) if cloud else None
     price = purchase_price(sc, gpu, price_scale)
     where = "scenario" if gpu.name in sc.purchase_overrides else "catalog"
@@ -242,7 +244,8 @@ def options(sc: Scenario, *, efficiency: float = 1.0, work_scale: float = 1.0, p
                 continue
             gpu = opt.gpu_row
             try:
-                rate = scenario_rate(sc, gpu, basis, price_scale, opt.instance_gpus)
+                rate = scenario_rate(sc, gpu, basis, price_scale, opt.instance_gpus,
+                                     None if sc.serving else opt.count)
                 if sc.serving:
                     new = _serving_rows(sc, model, gpu, opt, basis, rate, given(work, "the traffic"), efficiency,
                                         work_scale, price_scale)
@@ -273,7 +276,7 @@ INCLUDE_UNVERIFIED = "include_unverified = true under [constraints]"
 
 
 # the picker's verdicts a scenario price may still change (the picker priced at catalog rates)
-PRICE_VERDICTS = (Status.OK, Status.NO_PRICE, Status.OVER_BUDGET)
+PRICE_VERDICTS = (Status.OK, Status.NO_PRICE, Status.OVER_BUDGET, Status.NO_NETWORK)
 
 
 def _base_row(opt: picker.Option, basis: str, rate) -> Row:
@@ -296,6 +299,7 @@ def _training_rows(sc: Scenario, opt, basis: str, rate, deadline: float, price_s
     min_count = given(opt.mem_count, "the GPUs to hold it")
     opt.gpu_row.need("system_gpus", "training across GPUs")      # a server's size lays the job out: the error, first
     out = []
+    joins = opt.status is Status.NO_NETWORK       # the picker's count spans instances none of which is a cluster
     for c in _counts(sc, opt.count, unit):
         eff = training.scale_out_efficiency(sc.model, opt.gpu_row, c, sc.precision,
                                             method=picker.training_method(sc.kind))
@@ -309,24 +313,28 @@ def _training_rows(sc: Scenario, opt, basis: str, rate, deadline: float, price_s
         elif days > deadline * (1 + 1e-9):
             r.fail(Status.MISSES_DEADLINE, days=days, deadline=deadline)
         together = picker.instance_gpus(opt.gpu_row, c)
-        m = money(sc, opt.gpu_row, basis, price_scale, together) if rate is not None else None
-        if m is None:
+        m = money(sc, opt.gpu_row, basis, price_scale, together, c) if rate is not None or joins else None
+        if m is None and joins and picker.cloud_row(opt.gpu_row, together) is not None:
+            if r.ok:
+                r.fail(Status.NO_NETWORK, **(opt.reason.figures | {"count": c}))
+        elif m is None:
             _no_price(r, basis)
         else:
-            _price(sc, r, m, c, price_scale, together)
+            _price(sc, r, m, c, price_scale, together, c)
             r.total_cost = gpu_hours * m.rate
             r.rented_hours = gpu_hours if basis == "cloud" else None
         out.append(r)
     return out
 
 
-def _price(sc: Scenario, r: Row, m: Money, count: int, price_scale: float, together: int = 1) -> None:
+def _price(sc: Scenario, r: Row, m: Money, count: int, price_scale: float, together: int = 1,
+           job_gpus: int | None = None) -> None:
     """The money of `count` GPUs on a row (the same figures for every sheet, chart and the JSON)."""
     r.rate, r.rate_note = m.rate, m.note
     r.monthly_cost = m.month * count
     r.capex = m.capex * count
     r.lines = {k: v * count for k, v in m.lines.items()} if m.lines else None
-    r.breakeven_month = breakeven_month(sc, r.gpu_row, count, price_scale, together)
+    r.breakeven_month = breakeven_month(sc, r.gpu_row, count, price_scale, together, job_gpus)
 
 
 def _same_for_counts(sc: Scenario, base: Row) -> list[Row]:
