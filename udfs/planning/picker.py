@@ -194,6 +194,16 @@ def cloud_row(gpu: Gpu, together: int = 1, job_gpus: int | None = None) -> catal
     return catalog.cheapest_cloud_price(gpu.name, "on-demand", together, job_gpus, JOIN_GBPS_PER_GPU)
 
 
+def option_row(gpu: Gpu, count: int, gpus_per_copy: int | None = None) -> catalog.CloudPrice | None:
+    """The instance a rented option of `count` GPUs is priced at - the one answer every route gives (GPU_RANK,
+    GPU_RECOMMEND, SERVING_CURVE's default rate, the report and its Assumptions sheet, the plan): serving
+    (`gpus_per_copy` given), the cheapest holding one copy's GPUs up to a server; training, the cheapest holding
+    the job's GPUs up to a server and, where the job spans instances, with a cluster network (cloud_row)."""
+    if gpus_per_copy is not None:
+        return cloud_row(gpu, instance_gpus(gpu, count, gpus_per_copy))
+    return cloud_row(gpu, instance_gpus(gpu, count), count if count > 1 else None)
+
+
 def instance_gpus(gpu: Gpu, count: int, gpus_per_copy: int | None = None) -> int:
     """GPUs of an option that must be in one rented instance: a serving copy's tensor-parallel group, up to a
     server (a copy over servers spans whole ones, joined by the network, capacity.plan_for_demand); a job's GPUs up

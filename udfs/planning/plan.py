@@ -440,14 +440,17 @@ def run(need_: Need, prices: Prices, fin: Finance) -> dict[str, StrategyPlan | U
 
 
 # ---------------------------------------------------------------- a scenario's plan
-def prices_for(sc, gpu: catalog.Gpu, residual_share: float) -> Prices:
+def prices_for(sc, gpu: catalog.Gpu, residual_share: float, gpus_per_copy: int = 1) -> Prices:
+    """Month-1 prices of the plan on one GPU; rented, the instance that holds one copy's `gpus_per_copy` GPUs up to a
+    server (picker.option_row, as every route rents it), not the GPU's cheapest row of any size."""
     from .sweep import purchase_price, scenario_rate     # sweep imports the scenario; no cycle at import time
     o = sc.ownership
     system = purchase_price(sc, gpu)
     running = None
     if system is not None and gpu.tdp_w:
         running = o.running_per_month(system, gpu.tdp_w)
-    rate = scenario_rate(sc, gpu, "cloud")
+    together = picker.instance_gpus(gpu, gpus_per_copy, gpus_per_copy)
+    rate = scenario_rate(sc, gpu, "cloud", together=together)
     try:
         unit: int | None = picker.sold_unit(gpu, "owned")
     except MissingFigure:
@@ -460,7 +463,7 @@ def prices_for(sc, gpu: catalog.Gpu, residual_share: float) -> Prices:
                 f"{sc.currency.g(offer.price.usd_per_1m_output)} per 1M input / output tokens "
                 f"({offer.price.as_of})") if offer else ""
     return Prices(system, o.network_share, running, rate[0] if rate else None, per_request, unit,
-                  picker.sold_unit(gpu, "cloud"), residual_share, rate[1] if rate else "", api_note)
+                  picker.sold_unit(gpu, "cloud", together), residual_share, rate[1] if rate else "", api_note)
 
 
 def finance_for(sc, s: PlanSettings) -> Finance:
@@ -474,8 +477,8 @@ def make(sc, s: PlanSettings, gpu: catalog.Gpu, band: bool = True) -> Plan:
     """The plan of a serving scenario on one GPU (a resolved row): the four strategies, crossovers and
     the band."""
     residual = s.residual_share if s.residual_share is not None else sc.ownership.residual_fraction
-    prices, fin = prices_for(sc, gpu, residual), finance_for(sc, s)
     point = need(sc, gpu, s)
+    prices, fin = prices_for(sc, gpu, residual, point.gpus_per_copy), finance_for(sc, s)
     strategies = run(point, prices, fin)
     plans = {k: v for k, v in strategies.items() if isinstance(v, StrategyPlan)}
     bands: list[Band] = []

@@ -360,6 +360,22 @@ def sensitivity_table(sc: Scenario, best: Row) -> list[Sensitivity]:
     return items
 
 
+def cloud_rows(res: Result) -> list[tuple[str, catalog.CloudPrice | None]]:
+    """Each used GPU with the instance its option is rented in (picker.option_row at the option's count: the
+    cloud option's, else the owned one's, which own_vs_rent rents instead), for the Assumptions sheet: the rate the
+    rows use, not the GPU's cheapest row of any size. None: the catalog rents no such instance."""
+    out = []
+    for name in res.used_gpus:
+        picked = sorted((r for r in res.rows if r.gpu == name and r.auto_count and r.count),
+                        key=lambda r: r.basis != "cloud")
+        if not picked:
+            out.append((name, catalog.cheapest_cloud_price(name)))
+            continue
+        r = picked[0]
+        out.append((name, picker.option_row(r.gpu_row, r.count, r.gpus_per_copy if res.scenario.serving else None)))
+    return out
+
+
 def own_vs_rent(sc: Scenario, rows: list[Row], best: Row) -> OwnVsRent | MissingPrice:
     """Cumulative cash by month for the recommended GPU and count, bought or rented at its cheapest
     cloud rate: owning pays the capex (systems + network) at month 0, then facility, power and opex

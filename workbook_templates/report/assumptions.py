@@ -12,6 +12,7 @@ from udfs.physics import economics
 from udfs.physics import defaults
 from udfs.physics.economics import HOURS_PER_MONTH
 from udfs.planning import picker
+from udfs.planning import report_model
 from udfs.planning.report_model import Result
 
 from .. import styles as st
@@ -139,14 +140,14 @@ def write(wb: Workbook, res: Result):
         row += 1
     row += 1
 
-    section(ws, row, "Cloud prices (cheapest current on-demand row per GPU)")
+    section(ws, row, "Cloud prices (the instance each GPU's option is rented in: the cheapest current on-demand row "
+                     "holding the GPUs that share a link, with a cluster network where a job spans instances)")
     row += 1
     ccols = ["GPU", "Provider", "Instance", f"{usd} per GPU-hour", "Region", "Price date", "As of"]
     header_row(ws, row, ccols)
     row += 1
     prices = []
-    for name in res.used_gpus:
-        p = catalog.cheapest_cloud_price(name)
+    for name, p in report_model.cloud_rows(res):
         if p is None:
             put(ws, row, 1, name)
             _across(ws, row, 2, "no current on-demand price in the catalog").font = st.NOTE_FONT

@@ -4,8 +4,8 @@ the batch and latencies at that operating point, and the GPUs a traffic level ne
 
 from dataclasses import replace
 
-from ...catalogs import catalog
 from ...physics import capacity, curve, defaults, evidence
+from ...planning import picker
 from ...catalogs.engines import DEFAULT_ENGINE_TEXT
 from ..registry import Arg, worksheet
 from ..table import Table
@@ -111,8 +111,9 @@ def gpus_for_traffic(model, gpu, requests_per_minute, prompt_tokens, output_toke
             "ttft_ms": plan.ttft_ms, "latency_ms": plan.latency_ms}[part]
 
 
-CURVE_PRICE = Arg("usd_per_gpu_hour", "number", "Price of one GPU-hour for the cost column (blank: the GPU's cheapest "
-                  "current on-demand cloud price in the catalog; the column is empty when there is none)",
+CURVE_PRICE = Arg("usd_per_gpu_hour", "number", "Price of one GPU-hour for the cost column (blank: the cheapest "
+                  "current on-demand cloud instance in the catalog that holds the copy's n_gpus, up to a server, as "
+                  "the picker rents them; the column is empty when there is none)",
                   "$/GPU-hour", default="", min=0, min_open=True)
 CURVE_HEADER = ["Batch", "Tokens_per_sec_per_GPU", "Tokens_per_sec_per_user", "TPOT_ms", "TTFT_ms",
                 "USD_per_1M_output_tokens", "Operating_point"]
@@ -127,8 +128,8 @@ CURVE_HEADER = ["Batch", "Tokens_per_sec_per_GPU", "Tokens_per_sec_per_user", "T
            returns="table", examples=[(EXAMPLE, None)], kind="table")
 def serving_curve(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, usd_per_gpu_hour, max_tpot_ms, engine,
                   kv_precision):
-    if usd_per_gpu_hour in ("", None):
-        row = catalog.cheapest_cloud_price(gpu.name)
+    if usd_per_gpu_hour in ("", None):           # the instance that holds the copy's GPUs (picker.option_row)
+        row = picker.option_row(gpu, int(n_gpus), int(n_gpus))
         usd_per_gpu_hour = row.usd_per_gpu_hour if row else None
     points = curve.serving_curve(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, usd_per_gpu_hour,
                                  engine or None, kv_precision or None, max_tpot_ms or None)
