@@ -5,7 +5,7 @@ from dataclasses import replace
 
 from ...physics import capacity, economics, evidence
 from .. import coerce
-from ...errors import value_error
+from ...errors import num_error, value_error
 from ..registry import REQUIRED, Arg, worksheet
 from .common import (BATCH, ESTIMATE, CLOUD_USD_PER_GPU_HOUR, HARDWARE_COST_USD, LIFETIME_YEARS, POWER_W, USD_PER_GPU_HOUR,
                      USD_PER_KWH, UTILIZATION, positive)
@@ -141,8 +141,29 @@ TOKEN_EXAMPLE = (3.2, "Llama 3.1 70B", "H100", "fp8", 1000, 200)
 
 
 def _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine, kv_precision, batch):
-    return capacity.serving_point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms or None,
-                                  engine or None, kv_precision or None, None, int(batch) if batch else None)
+    def at(n: int):
+        return capacity.serving_point(model, gpu, precision, prompt_tokens, output_tokens, n, max_tpot_ms or None,
+                                      engine or None, kv_precision or None, None, int(batch) if batch else None)
+    try:
+        return at(n_gpus)
+    except capacity.NoFit as no:
+        raise num_error(f"{no.message}; {_fewest_that_fit(at, n_gpus)}") from None
+
+
+def _fewest_that_fit(at, n_gpus: int) -> str:
+    """The smallest n_gpus above the one given that holds the copy at the same inputs (the group sizes
+    GPUS_FOR_TRAFFIC tries: capacity.TP_CHOICES, then copies over servers), as a hint for the #NUM!."""
+    for n in capacity.TP_CHOICES + capacity.SPAN_CHOICES:
+        if n <= n_gpus:
+            continue
+        try:
+            at(n)
+        except capacity.NoFit:
+            continue
+        except capacity.TooSlow:           # it fits; only the latency target fails there
+            pass
+        return f"the smallest n_gpus that holds it is {n}"
+    return f"it fits no copy of up to {capacity.SPAN_CHOICES[-1]} GPUs"
 
 
 @worksheet("COST_PER_1M_OUTPUT_TOKENS", "Cost per million output tokens, all-in: usd_per_gpu_hour x n_gpus / "
