@@ -95,6 +95,7 @@ class Option:
     latency_p95_s: float | None = None    # serving: the p95 wait for a slot + the mean whole request
     instance_gpus: int = 1                # cloud: GPUs that must be in one instance (instance_gpus); its rate is cloud_row's
     rate_usd: float | None = None         # $ per GPU-hour it is priced at (training: the instance the job needs)
+    method: str = ""                      # training: full, lora or qlora (training_method)
     gpu_row: Gpu = field(kw_only=True, repr=False, compare=False)   # the GPU itself (never looked up again)
     evidence: evidence.Evidence | None = field(default=None, kw_only=True, repr=False, compare=False)
     to_verify: str = field(default="", kw_only=True)   # the measurement that would verify it (unverified only)
@@ -292,6 +293,7 @@ def _training_option(gpu, model, workload, precision, tokens, deadline, basis, t
         return _fail(option, Status.NEEDS_NVLINK, gpu=gpu.name, link_gbs=gpu.interconnect_gbs,
                      needed_gbs=catalog.NVLINK_CLASS_GBS)
     scope, method = training_scope(workload), training_method(workload)
+    option.method = method
     ideal = training.on_cluster(model, gpu, tokens, 1, precision, scope, method=method).compute_gpu_hours
     unit = sold_unit(gpu, basis, together)
     count, eff = training_count(model, gpu, precision, ideal, n_mem, deadline, unit, method)
@@ -749,8 +751,14 @@ def _serving_what(o: Option, traffic: float | None) -> str:
     return text
 
 
+# QLoRA's hours are LoRA's: no sourced slowdown for dequantising the NF4 base each pass was found (Answer.AI's paired
+# 7B runs on 2 x RTX 4090, benchmarks/measured/lora_time_measured.csv, have QLoRA within 3% of LoRA), so the answer says so
+QLORA_SPEED = " at LoRA's speed (the NF4 base's dequantisation in each pass is not modelled)"
+
+
 def _training_what(o: Option) -> str:
-    return f"{duration(given(o.days, 'the days'))}, {given(o.gpu_hours, 'the GPU-hours'):,.0f} GPU-hours"
+    hours = f"{duration(given(o.days, 'the days'))}, {given(o.gpu_hours, 'the GPU-hours'):,.0f} GPU-hours"
+    return hours + (QLORA_SPEED if o.method == "qlora" else "")
 
 
 def _money(value: float | None, unit: str, unit_text: bool = True) -> str:

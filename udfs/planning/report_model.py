@@ -237,7 +237,7 @@ def mfu_basis(sc: Scenario, r: Row) -> str:
     text = (f"GPU-hours sized at the {what}, {mfu.mfu:.3f} ({mfu.basis}), with the exposed gradient synchronisation at "
             f"{plural(r.count, 'GPU')} leaving {_known(r.scale_efficiency, 'the scale-out efficiency'):.1%} of the time "
             f"computing: {_known(r.gpu_hours, 'the GPU-hours'):,.0f} GPU-hours, as TRAINING_GPU_HOURS(..., scope "
-            f"{scope}, n_gpus {r.count}) gives.")
+            f"{scope}, n_gpus {r.count}) gives" + (picker.QLORA_SPEED if sc.kind == "qlora" else "") + ".")
     whole = _whole_run_hours(sc, r)
     if whole is None:
         return text
