@@ -487,7 +487,11 @@ def make(sc, s: PlanSettings, gpu: catalog.Gpu, band: bool = True) -> Plan:
         for k in plans:
             lo, hi = low[k], high[k]
             if isinstance(lo, StrategyPlan) and isinstance(hi, StrategyPlan):
-                bands.append(Band(k, lo.totals.cash, hi.totals.cash, lo.totals.npv, hi.totals.npv))
+                # whole systems and whole rented instances (8 GPUs where a copy needs a server's link) make the
+                # cash step, not slide, with the need: the band spans the three runs, the point among them
+                runs = (lo.totals, plans[k].totals, hi.totals)
+                bands.append(Band(k, min(t.cash for t in runs), max(t.cash for t in runs),
+                                  min(t.npv for t in runs), max(t.npv for t in runs)))
     return Plan(gpu.name, s, fin, prices, point, strategies, crossovers(plans), bands)
 
 
