@@ -471,6 +471,7 @@ class Fitted:
     basis: str
     tied: tuple[str, ...] = ()   # fields set to the same value (one unit runs several formats)
     lent: tuple[str, ...] = ()   # engines that ship the value the rule picks, with no row in its pool
+    iterations: int = 40         # bisection steps: fewer where each row's estimate is a closed loop (slow)
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -487,6 +488,9 @@ class Fitted:
             return case.metric in ("fixed_batch", "max_throughput", "burst")
         if self.field.startswith("matmul_fraction_"):      # batches of hundreds: the products bound the step
             return case.metric in ("fixed_batch", "max_throughput", "burst")
+        if self.field == "moe_prefill_share":              # a MoE model's first token at the fewest in flight its
+            return case.metric == "prefill" and case.unit == "ms" and moe_layer_count(case.model) > 0 \
+                and case.concurrency is not None and case.concurrency <= 4       # runs state: the pass, little queue
         if self.field == "eager_moe_layer_us":             # a MoE model's first token at 1-2 in flight: the lone
             return case.metric == "prefill" and case.unit == "ms" and moe_layer_count(case.model) > 0 \
                 and (case.concurrency or 1) <= 2           # prompt's fixed part, before any window or first wave
@@ -516,6 +520,10 @@ FITTED = (
            "SGLang's DeepSeek-R1 first tokens at 1-2 in flight (SemiAnalysis InferenceX, SGLang 0.5.12 on 4-8 B200 and "
            "B300, 1k and 8k prompts): what a lone prompt's prefill pays beyond its products, reads and launches, a "
            "fixed host time a MoE layer of an eager prefill pass; prior 0 (not counted)"),
+    Fitted("vLLM", "moe_prefill_share", 1.0, 0.1, 1.0,
+           "vLLM's MoE first tokens at 4 in flight (SemiAnalysis InferenceX, gpt-oss-120b on vLLM 0.13.0, 1-8 H100, H200 "
+           "and B200, 1k and 8k prompts): the share of its modelled speed a MoE prefill pass reaches (the lone prompt's "
+           "pass, where the closed loop's queue is least); prior 1 (the modelled pass)", iterations=14),
     Fitted("Intel Gaudi software", "matmul_fraction_8", 0.70, 0.1, 1.0,
            "Intel's Gaudi 3 fixed-batch rows (Gaudi software 1.18.0): batches of 44 to 4,000 sequences are bound by "
            "the matrix products; Gaudi 3 runs FP8 and BF16 on the same matrix engines at the same peak, so one share "
@@ -542,7 +550,7 @@ def choose(fit: Fitted, cases: list[Case]) -> float:
     lo, hi = fit.lo, fit.hi
     if median(lo) > 0 or median(hi) < 0:
         return lo if median(lo) > 0 else hi
-    for _ in range(40):
+    for _ in range(fit.iterations):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if median(mid) < 0 else (lo, mid)
     return (lo + hi) / 2

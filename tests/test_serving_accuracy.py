@@ -51,7 +51,9 @@ def _served(result) -> bool:
 
 
 def _known_miss(result, metric: str) -> bool:
-    return result.case.gpu.vendor in KNOWN_MISSES.get(metric, ()) or result.case.model.is_moe
+    """A row left out of its metric's target: a known miss by vendor, or a MoE row other than a first token (MoE first
+    tokens meet the first-token target since vLLM's MoE prefill share, 2026-11-24, and are held to it)."""
+    return result.case.gpu.vendor in KNOWN_MISSES.get(metric, ()) or (result.case.model.is_moe and metric != "prefill")
 
 
 @pytest.mark.parametrize("metric,target", TARGETS.items())
@@ -88,7 +90,7 @@ def test_bursts_are_a_known_miss_until_they_meet_the_max_throughput_target(evalu
 
 def test_moe_rows_are_scored_and_a_known_miss_until_they_meet_their_target(evaluated):
     results, _, _ = evaluated
-    moe = [r for r in results if r.case.model.is_moe]
+    moe = [r for r in results if r.case.model.is_moe and r.case.metric != "prefill"]   # first tokens: folded back
     assert len(moe) >= 2
     off = sorted(abs(r.out_of_sample) for r in moe)[len(moe) // 2]
     assert off > MOE_TARGET, "MoE rows now meet their 25% target: fold them back into the targets above"

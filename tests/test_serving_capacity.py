@@ -489,6 +489,31 @@ def test_an_eager_moe_prefill_pays_the_engines_host_time_per_moe_layer_once_a_pa
         capacity.prefill_seconds(ds, b200, "fp8", 100, 1, 8, off)      # 100 tokens: within the graph cap (160)
 
 
+def test_a_moe_prefill_pass_runs_at_the_engines_share_of_its_modelled_speed():
+    """vLLM's moe_prefill_share (chosen from gpt-oss-120b first tokens) divides a MoE model's whole prefill pass: a
+    lone prompt's prefill and first token, and a first wave, take 1 / share of the pass at share 1, on 1 GPU as on 8;
+    a dense model's pass does not move, nor a steady state's prefill share of a step (prefill_compute_s); an engine
+    without one (SGLang) runs the modelled pass."""
+    from dataclasses import replace
+    vllm = engines.engine("vllm")
+    assert vllm.moe_prefill_share and 0 < vllm.moe_prefill_share < 1
+    half, whole = replace(vllm, moe_prefill_share=0.5), replace(vllm, moe_prefill_share=None)
+    oss, p = catalog.model("gpt-oss-120b"), catalog.as_precision("mxfp4")
+    for n in (1, 8):
+        for prompt in (1024, 20000):                           # one chunk of the 8,192-token budget, and three
+            assert capacity.prefill_seconds(oss, H100, "mxfp4", prompt, 1, n, half) == \
+                pytest.approx(2 * capacity.prefill_seconds(oss, H100, "mxfp4", prompt, 1, n, whole))
+        assert capacity.time_to_first_token_s(oss, H100, "mxfp4", 1024, 1, n, half) == \
+            pytest.approx(2 * capacity.time_to_first_token_s(oss, H100, "mxfp4", 1024, 1, n, whole))
+        assert capacity.first_wave_s(oss, H100, p, 1024, 16, n, half) == \
+            pytest.approx(2 * capacity.first_wave_s(oss, H100, p, 1024, 16, n, whole))
+        assert capacity.prefill_compute_s(oss, H100, "mxfp4", 1024, 1, n, half) == \
+            capacity.prefill_compute_s(oss, H100, "mxfp4", 1024, 1, n, whole)
+    assert capacity.prefill_seconds(L8, H100, "bf16", 1024, 1, 1, half) == \
+        capacity.prefill_seconds(L8, H100, "bf16", 1024, 1, 1, whole)
+    assert not engines.engine("sglang").moe_prefill_share
+
+
 def test_a_short_prefill_pays_its_products_and_the_weights_read_added():
     """A 128-token prompt puts the products near the ridge point: the prefill pays the products' compute
     and one read of the weights added (neither roof is reached), plus the fixed time; a 16k-token one is

@@ -27,6 +27,8 @@ A profile holds what changes between engines for the same model and GPU:
   steps, given per scheduler call, is spread over the window (_per_step).
 - an eager prefill's host time per MoE layer (`eager_moe_layer_us`: what a prefill pass of a mixture-of-experts
   model pays per MoE layer outside CUDA graphs; SGLang's chosen from measured rows, others blank).
+- the share of its modelled speed a mixture-of-experts model's prefill pass reaches (`moe_prefill_share`: the whole
+  pass, experts, exchange and fixed costs together; vLLM's chosen from measured rows, others blank: 1).
 """
 
 from __future__ import annotations
@@ -105,6 +107,10 @@ class Engine:
     # layer's host syncs; capacity._prefill_s): blank (0) where not measured. SGLang's is chosen from DeepSeek-R1
     # first tokens at 1-2 in flight (benchmarks/serving_accuracy.py FITTED, scored out of fold).
     eager_moe_layer_us: float | None = None
+    # Share of its modelled speed a MoE model's prefill pass reaches (capacity._prefill_s: the pass's time / this), in
+    # (0, 1]; blank (1) where not measured. vLLM's is chosen from gpt-oss-120b first tokens (benchmarks/serving_accuracy.py
+    # FITTED, scored out of fold): its lone prompts take 1.7-3.3x the modelled pass on H100, H200 and B200 (docs/accuracy.md).
+    moe_prefill_share: float | None = None
 
     @property
     def expert_parallel(self) -> bool:

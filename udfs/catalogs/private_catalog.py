@@ -89,7 +89,8 @@ LIMITS: dict[str, dict[str, numbers.Range]] = {
                     "scheduler_steps": _R(1, 1e4, whole=True),
                     "max_num_tokens": _R(1, 1e10, whole=True), "large_gpu_max_num_tokens": _R(1, 1e10, whole=True),
                     "layer_overhead_us": _R(0, 1e6), "step_overhead_us": _R(0, 1e7),
-                    "sequence_overhead_us": _R(0, 1e6), "eager_moe_layer_us": _R(0, 1e6)},
+                    "sequence_overhead_us": _R(0, 1e6), "eager_moe_layer_us": _R(0, 1e6),
+                    "moe_prefill_share": SHARE},
 }
 # Figures of one row that must not exceed another of the same row (when both are given), and
 # the one that must divide another: a model with more KV heads than heads, or more active

@@ -305,8 +305,17 @@ def _prefill_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: floa
     reads = chunks * _read_bytes(model, precision, n_gpus, eng, split, dp) * stages / _bandwidth(gpu, precision, eng)
     # added, not max(): a chunk of a few hundred tokens puts the products near the ridge point (intensity =
     # tokens FLOPs a weight byte), where a kernel reaches neither roof; long chunks are compute-bound anyway
-    return compute + reads + chunks * (_overhead_s(model, gpu, eng, n_gpus, own / chunks)
-                                       + _eager_moe_s(model, eng, own / chunks / stages))
+    return (compute + reads + chunks * (_overhead_s(model, gpu, eng, n_gpus, own / chunks)
+                                        + _eager_moe_s(model, eng, own / chunks / stages))) / _moe_prefill_share(model, eng)
+
+
+def _moe_prefill_share(model: Model, eng: Engine) -> float:
+    """Share of its modelled speed a MoE model's prefill pass reaches on this engine (Engine.moe_prefill_share; 1 for
+    dense models and engines without one). vLLM's is chosen from SemiAnalysis InferenceX's gpt-oss-120b first tokens at
+    4 in flight, whose lone prompts take 1.7-3.3x the modelled pass on 1-8 H100, H200 and B200 whatever the prompt and
+    the GPUs (docs/accuracy.md, "SemiAnalysis InferenceX: gpt-oss-120b"): the rows do not say which part is slow, so
+    the whole pass takes it."""
+    return (eng.moe_prefill_share or 1.0) if model.is_moe else 1.0
 
 
 def _eager_moe_s(model: Model, eng: Engine, tokens: float) -> float:
