@@ -299,6 +299,8 @@ TABLE_FIGURES = [
     (("burst", "vendor", "AMD"), "AMD's {rows} MI300X rows {out:.0%}"),
     (("cited", "served by vLLM, SGLang or TGI, dense, every metric"),
      "{out:.1%} out of sample over {rows} dense rows ({inn:.1%} in sample"),
+    (("cited", "served by vLLM, SGLang or TGI, every metric, MoE too"),
+     "MoE rows included: {out:.1%} out of sample over {rows} rows ({inn:.1%} in sample"),
     (("cited", "served by vLLM, SGLang or TGI, dense, bursts"),
      "their {rows} bursts alone are {out:.0%} off (median, {least:+.0%} to {most:+.0%}"),
     (("decode_b1", "all", ""), "{out:.1%} out of sample over {rows} rows ({inn:.1%} in sample)"),
