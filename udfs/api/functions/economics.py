@@ -5,7 +5,7 @@ from dataclasses import replace
 
 from ...physics import capacity, economics, evidence
 from .. import coerce
-from ...errors import num_error, value_error
+from ...errors import FlopsheetError, num_error, value_error
 from ..registry import REQUIRED, Arg, worksheet
 from .common import (BATCH, ESTIMATE, CLOUD_USD_PER_GPU_HOUR, HARDWARE_COST_USD, LIFETIME_YEARS, POWER_W, USD_PER_GPU_HOUR,
                      USD_PER_KWH, UTILIZATION, positive)
@@ -147,7 +147,7 @@ def _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot
     try:
         return at(n_gpus)
     except capacity.NoFit as no:
-        raise num_error(f"{no.message}; {_fewest_that_fit(at, n_gpus)}") from None
+        raise capacity.NoFit(f"{no.message}; {_fewest_that_fit(at, n_gpus)}", no.need_gib, no.usable_gib) from None
 
 
 def _fewest_that_fit(at, n_gpus: int) -> str:
@@ -161,6 +161,8 @@ def _fewest_that_fit(at, n_gpus: int) -> str:
         except capacity.NoFit:
             continue
         except capacity.TooSlow:           # it fits; only the latency target fails there
+            pass
+        except FlopsheetError:             # it fits, but a figure for its speed is missing: still the answer
             pass
         return f"the smallest n_gpus that holds it is {n}"
     return f"it fits no copy of up to {capacity.SPAN_CHOICES[-1]} GPUs"
