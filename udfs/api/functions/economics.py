@@ -5,7 +5,7 @@ from dataclasses import replace
 
 from ...physics import capacity, economics, evidence
 from .. import coerce
-from ...errors import FlopsheetError, num_error, value_error
+from ...errors import FlopsheetError, value_error
 from ..registry import REQUIRED, Arg, worksheet
 from .common import (BATCH, ESTIMATE, CLOUD_USD_PER_GPU_HOUR, HARDWARE_COST_USD, LIFETIME_YEARS, POWER_W, USD_PER_GPU_HOUR,
                      USD_PER_KWH, UTILIZATION, positive)
