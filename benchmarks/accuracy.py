@@ -1074,7 +1074,7 @@ def constant_pools(directory: Path, found: list[TrainingRow]) -> list[tuple[str,
     from benchmarks import serving_accuracy as serving_acc
     out = [("training-efficiency table, folds dealt by source", len({r.source for r in found}))]
     if (directory / "inference_measured.csv").exists():
-        out += [(f"{fit.engine} {fit.field}", rows)
+        out += [(f"{fit.label} {fit.field}", rows)
                 for fit, rows in serving_acc.pools(serving_acc.cases_of(directory))]
     if (directory / "memory_measured.csv").exists():
         pool = reserve_pool(adapter_rows(read_rows(directory, "memory_measured.csv")))
@@ -1367,7 +1367,9 @@ def format_report(report: Report, worst: int = 5) -> str:
                  f"column `fitted`; "
                  f"benchmarks/serving_accuracy.py lists the rule's values); the caching allocator's reserve in "
                  f"training memory (ALLOCATOR_RESERVE, udfs/physics/calibration.py: the median share the rows "
-                 f"measuring reserved memory or nvidia-smi imply, {calibration.ALLOCATOR_RESERVE:.3f}). "
+                 f"measuring reserved memory or nvidia-smi imply, {calibration.ALLOCATOR_RESERVE:.3f}); the fixed "
+                 f"time of a MoE layer of a decode step (MOE_LAYER_US, udfs/physics/calibration.py, one value for every "
+                 f"engine: the MoE rows at a stated concurrency, {calibration.MOE_LAYER_US:g} us). "
                  f"Every other constant comes from "
                  f"engine documentation or physics and scores the same in and out of sample.")
     lines += ["Out of sample, each scored:"] + [f"  {name}: {folds.describe(rows)}" for name, rows in report.pools]

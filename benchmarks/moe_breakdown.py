@@ -52,7 +52,7 @@ class StepParts:
     per_expert: float = 0  # tokens each touched expert multiplies
     touched_mean: float = 0    # touched experts a GPU runs, on average
     touched_max: float = 0     # ... on the busiest GPU
-    experts: float = 0     # the routed experts' part of `weights` (capacity._experts_s)
+    experts: float = 0     # the routed experts' part of `weights` (capacity.Step.experts)
 
     @property
     def modelled_s(self) -> float:
@@ -91,8 +91,7 @@ def parts(case: sa.Case) -> StepParts:
     return StepParts(point.batch, split, context, step.weights, step.attention, step.allreduce,
                      step.overhead, mean, carried - mean, point.batch * copies / case.measured, layout,
                      moe.tokens_per_expert(m, point.batch), touched / ep,
-                     moe.busiest_rank_experts(experts, k, point.batch, ep),
-                     capacity._experts_s(m, g, p, point.batch, n, eng))
+                     moe.busiest_rank_experts(experts, k, point.batch, ep), step.experts)
 
 
 COLUMNS = ("weights", "attention", "exchange", "fixed", "prefill", "wait")

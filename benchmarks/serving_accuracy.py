@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from udfs.physics import batch_run, capacity  # noqa: E402
+from udfs.physics import calibration as cal  # noqa: E402
 from udfs.physics.shape import moe_layer_count  # noqa: E402
 from udfs.catalogs import catalog, engines  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
@@ -472,14 +473,25 @@ class Fitted:
     tied: tuple[str, ...] = ()   # fields set to the same value (one unit runs several formats)
     lent: tuple[str, ...] = ()   # engines that ship the value the rule picks, with no row in its pool
     iterations: int = 40         # bisection steps: fewer where each row's estimate is a closed loop (slow)
+    constant: str = ""           # one value for every engine (engine ""): its home, a udfs.physics.calibration name
 
     @property
     def fields(self) -> tuple[str, ...]:
         return (self.field, *self.tied)
 
+    @property
+    def label(self) -> str:
+        return self.engine or "every engine"
+
+    def shipped(self, field: str) -> float:
+        """The value the package ships: calibration's for a constant of every engine, else the engine profile's."""
+        return getattr(cal, self.constant) if self.constant else getattr(engines.engine(self.engine), field)
+
     def selects(self, case: Case) -> bool:
-        if case.engine.name != self.engine:
+        if self.engine and case.engine.name != self.engine:
             return False
+        if self.field == "moe_layer_us":          # MoE rows at a stated concurrency: the step of a few to hundreds
+            return case.model.is_moe and case.metric == "fixed_batch" and case.continuous and not case.burst
         if self.field.startswith("bandwidth_fraction_"):     # the share the row's estimate reads
             return case.metric == "decode_b1" and case.engine.bandwidth_field(case.gpu) == self.field
         if self.field == "layer_overhead_us":
@@ -524,6 +536,11 @@ FITTED = (
            "vLLM's MoE first tokens at 4 in flight (SemiAnalysis InferenceX, gpt-oss-120b on vLLM 0.13.0, 1-8 H100, H200 "
            "and B200, 1k and 8k prompts): the share of its modelled speed a MoE prefill pass reaches (the lone prompt's "
            "pass, where the closed loop's queue is least); prior 1 (the modelled pass)", iterations=14),
+    Fitted("", "moe_layer_us", 0.0, 0.0, 500.0,
+           "MoE rows at a stated concurrency (SemiAnalysis InferenceX's DeepSeek-R1 on SGLang and TensorRT-LLM and "
+           "gpt-oss-120b on vLLM and TensorRT-LLM, 1-128 in flight; trtllm-bench's DeepSeek-R1): the fixed time of a "
+           "MoE layer of a decode step beyond its experts' bytes (routing, sorting, activation quantisation, the grouped "
+           "GEMMs' ramp and tail), one value for every engine; prior 0 (not counted)", constant="MOE_LAYER_US"),
     Fitted("Intel Gaudi software", "matmul_fraction_8", 0.70, 0.1, 1.0,
            "Intel's Gaudi 3 fixed-batch rows (Gaudi software 1.18.0): batches of 44 to 4,000 sequences are bound by "
            "the matrix products; Gaudi 3 runs FP8 and BF16 on the same matrix engines at the same peak, so one share "
@@ -645,8 +662,8 @@ def format_report(results, fit_rows, skipped, cases_for_fit, worst: int = 8) -> 
         lines.append(f"  {name:<28}{len(rows):>4} rows  {statistics.median(abs(r.out_of_sample) for r in rows):>6.1%}")
     lines += ["", "Constants chosen from rows (shipped value; value the rule picks from all rows):"]
     for fit, rows in pools(cases_for_fit):
-        shipped = getattr(engines.engine(fit.engine), fit.field)
-        lines.append(f"  {fit.engine} {fit.field}: shipped {shipped:g}, rule {choose(fit, cases_for_fit):.3f}, "
+        shipped = fit.shipped(fit.field)
+        lines.append(f"  {fit.label} {fit.field}: shipped {shipped:g}, rule {choose(fit, cases_for_fit):.3f}, "
                      f"prior {fit.prior:g}, scored {folds.describe(rows)}  ({fit.basis})")
     for key, title in METRICS.items():
         rows = sorted((r for r in results if r.case.metric == key), key=lambda r: -abs(r.out_of_sample))

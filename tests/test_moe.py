@@ -88,23 +88,36 @@ def test_expert_exchange_grows_with_tokens_and_is_zero_on_one_gpu():
     assert large - small == pytest.approx(58 * 2 * 7 / 8 * 255 * 8 * 7168 * 2 / link.bus_bytes_per_s)
 
 
-def test_expert_gemm_floor_and_roofline_by_hand():
+def test_expert_grouped_kernels_by_hand():
     model = catalog.model("Qwen3 30B-A3B")
-    bandwidth, rate = 3.0e12, 7e14
+    bandwidth, rate, layer = 3.0e12, 7e14, 20.0
     per_layer = model.expert_params / model.moe_layer_count      # 3 x 2048 x 768 weights
     assert per_layer == pytest.approx(3 * 2048 * 768)
-    # batch 1: the k = 8 experts, each its own GEMMs (gate+up 2/3, down 1/3), each above its floor
+    # batch 1: the k = 8 experts in one grouped kernel per GEMM (gate+up 2/3, down 1/3): 8 x 3 x 2048 x 768 bytes
+    # at 3 TB/s = 12.6 us, split 8.4 / 4.2 us, both above the 2 us floor, plus 20 us a layer, over 48 layers
+    assert moe.expert_seconds(model, 1, per_layer, 1, bandwidth, rate, layer_us=layer) == pytest.approx(
+        48 * (8 * 3 * 2048 * 768 / 3.0e12 + 20e-6))
+    # a layer's GEMMs never below the floor however few their bytes: one GPU of 64 holding a 1/64 slice
     floor = cal.MOE_GEMM_FLOOR_US * 1e-6
-    one = sum(max(per_layer * s * 1 / bandwidth, 2 * per_layer * s / rate, floor) for s in (2 / 3, 1 / 3))
-    assert moe.expert_seconds(model, 1, 1, bandwidth, rate) == pytest.approx(48 * 8 * one)
-    # the same bytes in fewer, larger matrices would be quicker: the floor binds for these small experts
-    assert moe.expert_seconds(model, 1, 1, bandwidth, rate) > 48 * 8 * per_layer / bandwidth
+    assert moe.expert_seconds(model, 1, per_layer / 64, 1, bandwidth, rate, layer_us=0) == pytest.approx(
+        48 * 2 * floor)
+    # 512 tokens touch every expert (128 x 1.0): 128 x 3 x 2048 x 768 bytes = 604 MB at 3 TB/s, 201 us, against their
+    # products, 2 x 512 x 8 x 3 x 2048 x 768 FLOPs at 700 TFLOP/s = 27 us: the bytes bind
+    touched = moe.touched_experts(128, 8, 512)
+    assert touched == pytest.approx(128, rel=1e-6)
+    assert moe.expert_seconds(model, 512, per_layer, 1, bandwidth, rate, layer_us=layer) == pytest.approx(
+        48 * (touched * per_layer / 3.0e12 + 20e-6))
     # expert parallel: each of 4 GPUs runs its own touched experts, whole, and the step waits for the GPU that
-    # touches the most of them (at 512 tokens every expert is touched: a quarter each, no imbalance left)
-    assert moe.expert_seconds(model, 512, 1, bandwidth, rate, ep=4) == pytest.approx(
-        moe.expert_seconds(model, 512, 1, bandwidth, rate) / 4, rel=1e-6)
-    assert moe.expert_seconds(model, 1, 1, bandwidth, rate, ep=4) == pytest.approx(
-        48 * moe.busiest_rank_experts(128, 8, 1, 4) * one)
+    # touches the most of them (at 512 tokens every expert is touched: a quarter each, no imbalance left); the
+    # fixed time a layer is every GPU's
+    assert moe.expert_seconds(model, 512, per_layer, 1, bandwidth, rate, ep=4, layer_us=0) == pytest.approx(
+        48 * 32 * per_layer / 3.0e12, rel=1e-6)
+    assert moe.expert_seconds(model, 1, per_layer, 1, bandwidth, rate, ep=4, layer_us=layer) == pytest.approx(
+        48 * (max(moe.busiest_rank_experts(128, 8, 1, 4) * per_layer * 2 / 3 / bandwidth, floor)
+              + max(moe.busiest_rank_experts(128, 8, 1, 4) * per_layer / 3 / bandwidth, floor) + 20e-6))
+    # the shipped fixed time a layer is calibration's
+    assert moe.expert_seconds(model, 1, per_layer, 1, bandwidth, rate) == pytest.approx(
+        moe.expert_seconds(model, 1, per_layer, 1, bandwidth, rate, layer_us=cal.MOE_LAYER_US))
 
 
 def test_busiest_rank_experts_by_hand_and_limits():
@@ -165,22 +178,24 @@ def test_moe_step_reads_follow_the_batch():
     steps = [capacity.decode_step(model, gpu, "fp4", b, 2048, eng="trtllm").weights for b in (1, 16, 128, 256)]
     assert all(a < b for a, b in zip(steps, steps[1:]))
     dense = resolve.model("Llama 3.1 8B")     # a dense model's step is untouched by the MoE terms
-    assert moe.expert_seconds(dense, 512, 1, 3e12, 7e14) == 0 == moe.routing_seconds(dense, 512, 3e12)
+    assert moe.expert_seconds(dense, 512, 1e6, 1, 3e12, 7e14) == 0 == moe.routing_seconds(dense, 512, 3e12)
 
 
-def test_many_small_experts_cost_more_than_their_bytes():
-    # Qwen3-30B-A3B (128 experts of 768) at load: the expert GEMM floors add to the bytes
+def test_a_moe_layer_costs_its_bytes_and_its_fixed_time():
+    # Qwen3-30B-A3B (128 experts of 768) at load on TensorRT-LLM: the step's experts are their touched bytes at the
+    # weight bandwidth (their products stay below it at FP8) and the fixed time of each of the 48 MoE layers
     model, gpu = resolve.model("Qwen3 30B-A3B"), resolve.gpu("H100 SXM")
     step = capacity.decode_step(model, gpu, "fp8", 256, 2048, eng="trtllm")
     bandwidth = gpu.bandwidth_tbs * 1e12 * 0.80
-    bytes_only = serving.streamed_params(model, 256) / bandwidth
-    assert step.weights > 1.3 * bytes_only
+    touched = moe.touched_experts(128, 8, 256)
+    assert step.experts == pytest.approx(48 * (touched * 3 * 2048 * 768 / bandwidth + cal.MOE_LAYER_US * 1e-6))
+    assert 0 < step.experts < step.weights
     assert math.isfinite(step.total)
 
 
 def test_expert_parallel_engine_layout():
     # the packaged engines split MoE layers tensor-parallel (their defaults); an engine row saying "expert"
-    # runs E/n whole experts a GPU: fewer, larger expert GEMMs, the same weights per GPU and the same links
+    # runs E/n whole experts a GPU: the same weights per GPU and the same links, and waits for the busiest GPU
     from dataclasses import replace
 
     from udfs.catalogs import engines
@@ -189,13 +204,17 @@ def test_expert_parallel_engine_layout():
     tp = engines.engine("SGLang")
     ep = replace(tp, moe_parallel="expert")
     a, b = (capacity.decode_step(model, gpu, "fp8", 256, 2048, 8, eng=e) for e in (tp, ep))
-    assert b.weights < a.weights
+    # grouped kernels read the same bytes either way: at 256 tokens nearly every expert is touched, so the busiest
+    # GPU's 32 whole experts are within 0.1% of a 1/8 slice of the 255.9 touched, never fewer
+    assert a.weights <= b.weights == pytest.approx(a.weights, rel=1e-3)
     assert (b.attention, b.allreduce, b.overhead) == (a.attention, a.allreduce, a.overhead)
     fp8 = catalog.as_precision("fp8")
     bandwidth, rate = capacity._bandwidth(gpu, fp8, tp), capacity._decode_flops(gpu, fp8, tp, 256)
-    saved = moe.expert_seconds(model, 256, 1, bandwidth, rate, tp=8) - moe.expert_seconds(model, 256, 1, bandwidth,
-                                                                                        rate, ep=8)
+    one = model.expert_params / model.moe_layer_count          # one expert of one layer, whole
+    saved = moe.expert_seconds(model, 256, one / 8, 1, bandwidth, rate) - moe.expert_seconds(model, 256, one, 1,
+                                                                                           bandwidth, rate, ep=8)
     assert a.weights - b.weights == pytest.approx(saved)
+    assert (a.experts - b.experts) == pytest.approx(saved)
     assert capacity.kv_budget_gib(model, gpu, "fp8", 8, tp) == capacity.kv_budget_gib(model, gpu, "fp8", 8, ep)
     # one GPU: nothing to split, the same step
     small = resolve.model("Qwen3 30B-A3B")

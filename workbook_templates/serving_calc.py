@@ -303,16 +303,17 @@ def all_reduce_s(g: str, lat: str, tok: str, lat1: str, tok1: str, tokens: str) 
 
 def experts_s(batch: str, split: str, params: str) -> str:
     """Seconds per GPU for the routed experts of a step (moe.expert_seconds and moe.routing_seconds): per MoE
-    layer, each touched expert's two GEMMs (`params` a GPU reads of each: a 1/n slice of every expert, or E/n
-    whole experts a GPU when the engine runs MoE layers expert-parallel) on their own roofline with the floor,
-    for the experts this GPU runs (all touched ones, or under expert parallelism the busiest GPU's:
-    moe.busiest_rank_experts), plus routing."""
+    layer, one grouped kernel per GEMM over the experts this GPU runs (all touched ones, or under expert parallelism
+    the busiest GPU's: moe.busiest_rank_experts; `params` a GPU reads of each: a 1/n slice of every expert, or whole
+    experts when the engine runs MoE layers expert-parallel) on its roofline with the floor, plus the fixed time a
+    MoE layer (calibration.MOE_LAYER_US) and routing."""
     touched = f"SrvExperts*(1-(1-SrvTopK/SrvExperts)^{batch})"
     rows = f"{batch}*SrvTopK/({touched})"
-    gemm = [f"MAX({params}*{share}*SrvWidth/SrvBwWeights,2*{params}*{share}*{rows}/SrvFlops,SrvK_MoeFloorUs*0.000001)"
+    runs = f"{busiest_experts_s(touched, split)}*{params}"
+    gemm = [f"MAX({runs}*{share}*SrvWidth/SrvBwWeights,2*{runs}*{share}*{rows}/SrvFlops,SrvK_MoeFloorUs*0.000001)"
             for share in ("SrvGemmShare", "(1-SrvGemmShare)")]
     routing = f"SrvK_MoeRoutingPasses*{batch}*SrvTopK*SrvHidden*2/{split}/SrvBwKv"
-    return (f"IF(SrvExperts>0,SrvMoeLayers*{busiest_experts_s(touched, split)}*({'+'.join(gemm)})"
+    return (f"IF(SrvExperts>0,SrvMoeLayers*({'+'.join(gemm)}+SrvK_MoeLayerUs*0.000001)"
             f"+SrvMoeLayers*{routing},0)")
 
 

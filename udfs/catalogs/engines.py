@@ -111,6 +111,9 @@ class Engine:
     # (0, 1]; blank (1) where not measured. vLLM's is chosen from gpt-oss-120b first tokens (benchmarks/serving_accuracy.py
     # FITTED, scored out of fold): its lone prompts take 1.7-3.3x the modelled pass on H100, H200 and B200 (docs/accuracy.md).
     moe_prefill_share: float | None = None
+    # Fixed time a MoE layer of a decode step costs beyond its experts' bytes (us; capacity.moe_layer_us): blank (None)
+    # takes calibration.MOE_LAYER_US, one value for every engine; the accuracy harness sets it to re-choose it in folds.
+    moe_layer_us: float | None = None
 
     @property
     def expert_parallel(self) -> bool:

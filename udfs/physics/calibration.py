@@ -187,13 +187,25 @@ FSDP_GATHERS_PER_STEP = 2
 # before one tile has streamed its K-slice of the weights through the SM's load pipeline and written
 # its result: a few HBM round trips of ~0.6-0.8 us (H100/A100 load latency, Jia et al., "Dissecting
 # the NVIDIA Hopper/Ampere GPU architecture through microbenchmarking") plus its epilogue; kernels
-# under CUDA graphs start ~1-2 us apart. A physical prior, not chosen from rows: it is what makes many
-# small experts (128 of 768-2880 wide) cost more than the same bytes in a few large matrices.
+# under CUDA graphs start ~1-2 us apart. A physical prior, not chosen from rows. Since 2026-11-24 it bounds a
+# MoE layer's grouped GEMM (one kernel over all its touched experts, as the engines run them: moe.expert_seconds),
+# no longer each touched expert's GEMM apart.
 MOE_GEMM_FLOOR_US = 2.0
 # Routing moves each token's activations to its k experts and back: the dispatch writes k copies of
 # the hidden vector and the expert GEMM reads them; the down GEMM writes k outputs and the combine
 # reads them (vLLM fused_moe / TensorRT-LLM MoE: permute, GEMMs, unpermute-and-reduce): 4 passes.
 MOE_ROUTING_PASSES = 4
+# Mixture-of-experts: the fixed time of one MoE layer of a decode step beyond its experts' bytes (us): routing
+# (top-k), sorting the tokens by expert, quantising the activations, and the grouped GEMMs' ramp and tail, several
+# short kernels a layer (vLLM's fused_moe: topk, moe_align_block_size, two fused_moe GEMMs, activation, moe_sum).
+# CHOSEN FROM ROWS, no source times it: the value making the median log error zero over the MoE rows at a stated
+# concurrency (SemiAnalysis InferenceX's DeepSeek-R1 on SGLang and TensorRT-LLM and gpt-oss-120b on vLLM and
+# TensorRT-LLM, 1-128 in flight; trtllm-bench's DeepSeek-R1; 270 rows), re-chosen within folds and scored out of
+# sample (benchmarks/serving_accuracy.py FITTED, engine "any"; an engine profile may set its own, Engine.moe_layer_us).
+# The rows left for the experts by the rest of the step grow at about the engines' weight bandwidth with the
+# touched bytes and carry an intercept of about this size per MoE layer (docs/accuracy.md, "MoE experts as grouped
+# kernels").
+MOE_LAYER_US = 27.2
 
 # vLLM's start-up profile run ends with its sampler on min(max_num_seqs, tokens) rows with top-k and top-p on
 # (vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run, 0.8-0.10: temperature 0.5, top_p 0.9, top_k

@@ -181,6 +181,7 @@ class Step:
     attention: float
     allreduce: float
     overhead: float
+    experts: float = 0.0      # the routed experts' part of `weights` (_experts_s)
 
     @property
     def total(self) -> float:
@@ -214,8 +215,8 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
     dp = _dp_attention(model, eng, split)                   # each GPU reads the dense weights whole, for its sequences
     products = _product_seconds_per_token(model, dense, precision, matmul, lambda: _decode_flops(gpu, None, eng, batch))
     weights = max(dense_stream / bandwidth / (1 if dp else split), products * batch / split)
-    weights += _experts_s(model, gpu, precision, batch, n_gpus, eng) \
-        + moe.routing_seconds(model, batch, _bandwidth(gpu, None, eng) / stages, split)
+    experts = _experts_s(model, precision, batch, bandwidth, matmul, split, eng)
+    weights += experts + moe.routing_seconds(model, batch, _bandwidth(gpu, None, eng) / stages, split)
 
     # KV cache by attention layout: global layers read the whole context, local (sliding or
     # chunked) layers at most their window; MLA one latent vector (arch.kv_cache_bytes)
@@ -225,18 +226,26 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
     attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / attn_rate)
     links = _exchange_s(model, gpu, tp, batch / stages, eng) + _stage_hops_s(model, batch / stages, stages)
     cpu = (eng.sequence_overhead_us or 0.0) * 1e-6 * batch     # per running sequence, the GPU waiting (engine profile)
-    return Step(weights, attention, links, _overhead_s(model, gpu, eng, n_gpus, batch) + cpu)
+    return Step(weights, attention, links, _overhead_s(model, gpu, eng, n_gpus, batch) + cpu, experts)
 
 
-def _experts_s(model: Model, gpu: Gpu, precision: Precision, batch: float, n_gpus: int, eng: Engine) -> float:
-    """A decode step's routed experts per GPU (moe.expert_seconds): each touched expert's GEMMs on their own roofline
-    with a floor, a slice of every expert a GPU, or under expert parallelism E/n whole experts a GPU and the busiest
-    GPU's share."""
-    split = _split(eng, n_gpus)
-    stages = layout(gpu, eng, n_gpus)[1]
+def _experts_s(model: Model, precision: Precision, batch: float, bandwidth: float, rate: float, split: int,
+               eng: Engine) -> float:
+    """A decode step's routed experts per GPU (moe.expert_seconds), at the weight bandwidth and product rate the
+    step already holds: one grouped kernel per GEMM over the touched experts a GPU runs (a 1/split slice of each,
+    or under expert parallelism E/split whole experts and the busiest GPU's count) and the fixed time a MoE layer."""
+    per_expert, _, _ = moe.routed(model)
+    if not per_expert:
+        return 0.0
     ep = split if eng.expert_parallel else 1                # EP: E/n whole experts a GPU, else a slice of each
-    return moe.expert_seconds(model, batch, precision.bytes_per_param, _bandwidth(gpu, precision, eng) / stages,
-                              _decode_flops(gpu, precision, eng, batch), tp=split // ep, ep=ep)
+    params = per_expert / model.moe_layer_count / (split // ep)
+    return moe.expert_seconds(model, batch, params, precision.bytes_per_param, bandwidth, rate, ep, moe_layer_us(eng))
+
+
+def moe_layer_us(eng: Engine) -> float:
+    """Fixed time a MoE layer of a decode step costs beyond its experts' bytes (us): calibration.MOE_LAYER_US, unless
+    the profile sets its own (Engine.moe_layer_us: the accuracy harness re-chooses it within folds)."""
+    return cal.MOE_LAYER_US if eng.moe_layer_us is None else eng.moe_layer_us
 
 
 def _exchange_s(model: Model, gpu: Gpu, tp: int, tokens: float, eng: Engine) -> float:

@@ -10,12 +10,14 @@ al. 2024); for any shares, the expected count sum_e 1 - (1 - p_e)^B is largest w
 so uniform routing is the most a batch can read (the slow side). Shared experts and dense layers are
 always read.
 
-Each touched expert's products. An expert multiplies only its own tokens, B x k / touched of them:
-at small counts its arithmetic intensity (2 x tokens FLOPs per weight) is far below the GPU's ridge
-point, so each expert GEMM (gate and up fused, then down; or up and down) is timed on its own
-roofline, max(weight bytes / bandwidth, FLOPs / achieved FLOP/s), never below a per-GEMM floor
-(calibration.MOE_GEMM_FLOOR_US): many small experts cost more than the same bytes in a few large
-matrices. Routing adds moving each token's activations to its experts and back
+Each touched expert's products. An expert multiplies only its own tokens, B x k / touched of them: at
+small counts far below the GPU's ridge point, so the bytes of the touched experts bound the step. Engines run
+a layer's experts as one grouped kernel per GEMM (gate and up fused, then down; or up and down), not one
+kernel per expert, so each GEMM is timed on its roofline over every touched expert a GPU runs, never below a
+per-GEMM floor (calibration.MOE_GEMM_FLOOR_US), and each MoE layer adds a fixed time
+(calibration.MOE_LAYER_US, chosen from rows: routing, sorting, quantising the activations, the kernels' ramp
+and tail). Until 2026-11-24 every touched expert's GEMMs paid the floor apart, which made gpt-oss-120b at 4-128
+in flight up to 3x too slow. Routing adds moving each token's activations to its experts and back
 (calibration.MOE_ROUTING_PASSES passes of k x hidden 16-bit values per token).
 
 Layouts. Under TP every GPU holds 1/n of every expert (and runs every touched expert's GEMMs on its
@@ -99,23 +101,25 @@ def busiest_rank_experts(experts: float, k: float, tokens: float, ranks: int) ->
     return total
 
 
-def expert_seconds(model: Model, tokens: float, width_bytes: float, bandwidth: float, rate: float,
-                   tp: int = 1, ep: int = 1) -> float:
-    """Seconds per GPU for the routed experts of one step of `tokens` tokens: per MoE layer, each touched
-    expert's GEMMs on their own roofline with the per-GEMM floor. `tp` GPUs each hold a 1/tp slice of
-    every expert; `ep` GPUs each hold E/ep whole experts, and the step waits for the GPU that touches the
-    most of its own (busiest_rank_experts)."""
-    per_expert, experts, k = routed(model)
+def expert_seconds(model: Model, tokens: float, params: float, width_bytes: float, bandwidth: float, rate: float,
+                   ep: int = 1, layer_us: float = cal.MOE_LAYER_US) -> float:
+    """Seconds per GPU for the routed experts of one step of `tokens` tokens, as the engines run them: per MoE layer
+    one grouped kernel per GEMM over every touched expert this GPU runs (vLLM's and SGLang's fused_moe, FlashInfer's
+    and TensorRT-LLM's MoE GEMMs), timed on its roofline, max(the experts' bytes / bandwidth, their FLOPs / rate,
+    the per-GEMM floor), plus the layer's fixed time `layer_us` (calibration.MOE_LAYER_US: routing, sorting,
+    activation quantisation, the kernels' ramp and tail). `params` is one routed expert of one MoE layer as this GPU
+    holds it (a 1/tp slice of every expert, or E/ep whole experts, padded as the engine's kernel pads it); under
+    expert parallelism the step waits for the GPU that touches the most of its own (busiest_rank_experts)."""
+    _, experts, k = routed(model)
     touched = touched_experts(experts, k, tokens)
     if not touched:
         return 0.0
-    layers = model.moe_layer_count
-    params = per_expert / layers / tp                  # one expert in one layer, as this GPU holds it
+    runs = busiest_rank_experts(experts, k, tokens, ep) * params     # expert parameters this GPU multiplies
     rows = tokens * k / touched
     floor = cal.MOE_GEMM_FLOOR_US * 1e-6
-    one = sum(max(params * s * width_bytes / bandwidth, 2 * params * s * rows / rate, floor)
-              for s in gemm_shares(model))
-    return layers * busiest_rank_experts(experts, k, tokens, ep) * one
+    kernels = sum(max(runs * s * width_bytes / bandwidth, 2 * runs * s * rows / rate, floor)
+                  for s in gemm_shares(model))
+    return model.moe_layer_count * (kernels + layer_us * 1e-6)
 
 
 def routing_seconds(model: Model, tokens: float, bandwidth: float, split: int = 1) -> float:
