@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from udfs.catalogs import catalog  # noqa: E402
-from udfs.physics import capacity, collectives, serving  # noqa: E402
+from udfs.physics import capacity, collectives  # noqa: E402
 
 from benchmarks import serving_accuracy as sa  # noqa: E402
 
@@ -73,24 +73,19 @@ def _stated_ms(note: str, what: str) -> float | None:
 
 
 def parts(case: sa.Case, batch: float) -> dict[str, float]:
-    """The model's decode step for `batch` sequences of the case, in ms, by part."""
+    """The model's decode step for `batch` sequences of the case, in ms, by part: read from the capacity.Step the
+    estimate uses (nothing worked out again here but the all-reduces' latency part)."""
     m, g, eng, n = case.model, case.gpu, case.engine, case.n_gpus
     context = case.prompt + (case.answer or case.output) / 2
     step = capacity.decode_step(m, g, case.precision, batch, context, n, case.kv, eng)
     tp = capacity.layout(g, eng, n)[0]
-    precision = catalog.as_precision(case.precision)
-    stream = serving.streamed_bytes(m, precision, 0) / tp / capacity._bandwidth(g, precision, eng)
-    rate16 = lambda: capacity._decode_flops(g, None, eng, batch)  # noqa: E731  (the 16-bit parts' rate)
-    compute = capacity._product_seconds_per_token(m, capacity._matmul_params(m), precision,
-                                                  capacity._decode_flops(g, precision, eng, batch), rate16) * batch / tp
     latency = 0.0
     if tp > 1:      # the latency of the kernel the engine runs at this size (collectives.engine_all_reduce_lines)
         ring, one = collectives.engine_all_reduce_lines(collectives.link_class(g, tp), tp)
         size = batch * m.dim("hidden") * 2
         latency = m.dim("layers") * 2 * min((ring, *([one] if one else [])), key=lambda line: line[0] + line[1] * size)[0]
-    experts = step.weights - max(stream, compute)       # a MoE model's routed experts and routing (moe.py)
-    return {"total": step.total * 1e3, "stream": stream * 1e3, "gemm": compute * 1e3, "weights": step.weights * 1e3,
-            "experts": experts * 1e3,
+    return {"total": step.total * 1e3, "stream": step.stream * 1e3, "gemm": step.products * 1e3,
+            "weights": step.weights * 1e3, "experts": (step.experts + step.routing) * 1e3,
             "kv": step.attention * 1e3, "ar": step.allreduce * 1e3, "ar_lat": latency * 1e3,
             "fixed": step.overhead * 1e3}
 

@@ -287,9 +287,9 @@ def test_expert_parallel_with_data_parallel_attention():
     dp = replace(tp, moe_parallel="expert_dp")
     assert dp.expert_parallel and dp.dp_attention and not tp.dp_attention
     reserve = tp.activation_reserve_gib
-    assert capacity._fixed_gib(model, gpu, "fp8", 8, dp) == pytest.approx(
+    assert capacity.held(model, gpu, "fp8", 8, dp).fixed_gib == pytest.approx(
         moe.expert_parallel_weight_bytes(model, "fp8", 8, "replicated") / GIB + reserve)
-    assert capacity._fixed_gib(model, gpu, "fp8", 8, dp) > capacity._fixed_gib(model, gpu, "fp8", 8, tp)
+    assert capacity.held(model, gpu, "fp8", 8, dp).fixed_gib > capacity.held(model, gpu, "fp8", 8, tp).fixed_gib
     assert capacity.kv_share(model, 8, tp) == 1          # the latent vector on every GPU under TP
     assert capacity.kv_share(model, 8, dp) == 1 / 8
     step = capacity.decode_step(model, gpu, "fp8", 256, 2048, 8, eng=dp)

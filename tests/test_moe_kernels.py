@@ -199,3 +199,38 @@ def test_no_fit_names_the_kernel_it_counted_in_one_lookup():
     # no padding counted (Triton on one GPU pads nothing at 2,880): no kernel named
     model, gpu, eng = _setup("H100", "vLLM")
     assert "padding" not in str(capacity.no_fit(model, gpu, "mxfp4", 1, eng))
+
+
+def _counting(eng):
+    """The engine, counting its MoE kernel lookups."""
+    lookups: list[str] = []
+
+    @dataclass(frozen=True)
+    class Counting(engines.Engine):
+        def moe_kernel(self, gpu, precision):
+            lookups.append(gpu.name)
+            return super().moe_kernel(gpu, precision)
+
+    return Counting(**{f.name: getattr(eng, f.name) for f in fields(eng)}), lookups
+
+
+def test_every_refusal_counts_the_weights_once():
+    """capacity.held is the one count of weights + kernel padding + reserve: a refusal on the weights (kv_budget_gib),
+    on the KV cache asked for (check_fit) and on a batch of none (kv_batch) each look the kernel up once, and the
+    figures in the message are the ones the budget used. gpt-oss-120b on one H100 with vLLM 0.10.1: Marlin's 5.13 GiB
+    (by hand) does not fit; on two the weights fit and 64 x 100,000 tokens of cache do not."""
+    model, gpu, eng = _setup("H100", "vLLM 0.10.1")
+    counting, lookups = _counting(eng)
+    with pytest.raises(capacity.NoFit) as refused:
+        capacity.kv_budget_gib(model, gpu, "mxfp4", 1, counting)
+    assert lookups == [gpu.name]
+    by_hand = EXPERT_MATRICES * (3072 * 2944 - 2880 * 2880) * BYTES / GIB
+    assert f"{by_hand:.1f} GiB of them vLLM 0.10.1's Marlin" in str(refused.value)
+    lookups.clear()
+    with pytest.raises(capacity.NoFit, match=r"64 x 100,000 tokens"):
+        capacity.check_fit(model, gpu, "mxfp4", 100_000, 64, 2, None, counting)
+    assert lookups == [gpu.name]
+    lookups.clear()
+    with pytest.raises(capacity.NoFit, match=r"KV cache \(1 x 10,000,000 tokens\)"):
+        capacity.kv_batch(model, gpu, "mxfp4", 10_000_000, 1, 2, "bf16", counting)
+    assert lookups == [gpu.name]

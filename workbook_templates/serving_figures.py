@@ -52,8 +52,7 @@ SHAPE_COLUMNS = [
     ("lookup", "Input-embedding parameters read as a lookup", lambda m: m.total_params - serving.streamed_params(m, 0)
      - moe.routed(m)[1] * moe.routed(m)[0], st.PARAMS),
     ("matmul", "Parameters in products per token", capacity._matmul_params, st.PARAMS),
-    ("dense", "... of which outside routed experts", lambda m: capacity._matmul_params(m)
-     - moe.routed(m)[2] * moe.routed(m)[0], st.PARAMS),
+    ("dense", "... of which outside routed experts", capacity._dense_matmul_params, st.PARAMS),
     ("dense_stream", "Parameters read per step outside experts", lambda m: serving.streamed_params(m, 0), st.PARAMS),
     ("quant_format", "The checkpoint's own format (blank: none)", lambda m: m.quant_format or None, None),
     ("kept", "Parameters it keeps at 16 bits in that format", lambda m: m.kept_params, st.PARAMS),

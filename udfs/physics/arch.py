@@ -54,6 +54,12 @@ def kept_extra_bytes(precision: Precision | str) -> float:
     return as_precision(defaults.KEPT_PRECISION).bytes_per_param - as_precision(precision).bytes_per_param
 
 
+def matmul_params(model: Model) -> float:
+    """Parameters a token multiplies in matrix products: the active ones less an untied input embedding, a row
+    lookup (for MoE what its authors count as active: moe.active_params)."""
+    return model.active - (0 if model.tied_embeddings else model.input_embedding_params)
+
+
 def weight_bytes(model: Model, precision: Precision | str) -> float:
     """Bytes of all weights in memory: every parameter in `precision`, except the parts a quantized checkpoint
     keeps at 16 bits when it is served in its own format (kept_params)."""

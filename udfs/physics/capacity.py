@@ -127,8 +127,15 @@ def _stage_hops_s(model: Model, tokens: float, stages: int) -> float:
 
 
 def _matmul_params(model: Model) -> float:
-    """Parameters in matrix products per token (an untied input embedding is a lookup)."""
-    return model.active - (0 if model.tied_embeddings else model.input_embedding_params)
+    """Parameters in matrix products per token (an untied input embedding is a lookup: arch.matmul_params)."""
+    return arch.matmul_params(model)
+
+
+def _dense_matmul_params(model: Model) -> float:
+    """Of _matmul_params, those outside the routed experts (attention, dense layers, shared experts, the head): what
+    a decode step's dense products and a data-parallel attention rank's own share of a prompt multiply."""
+    per_expert, _, k = moe.routed(model)
+    return _matmul_params(model) - k * per_expert
 
 
 def _product_seconds_per_token(model: Model, params: float, precision: Precision, rate: float,
@@ -176,12 +183,17 @@ def _overhead_s(model: Model, gpu: Gpu, eng: Engine, n_gpus: int, tokens: float)
 
 @dataclass(frozen=True)
 class Step:
-    """Seconds of one decode step, by operation (per GPU, all GPUs working at once)."""
+    """Seconds of one decode step, by operation (per GPU, all GPUs working at once). `weights` is made of the
+    larger of the dense weights' read (`stream`) and their products (`products`), plus the routed experts (`experts`)
+    and `routing`: the parts are kept so that a diagnostic reads them rather than working them out again."""
     weights: float
     attention: float
     allreduce: float
     overhead: float
-    experts: float = 0.0      # the routed experts' part of `weights` (_experts_s)
+    experts: float = 0.0      # the routed experts (_experts_s)
+    stream: float = 0.0       # the dense weights' read (every weight outside the routed experts)
+    products: float = 0.0     # the dense weights' matrix products
+    routing: float = 0.0      # the tokens' activations to their experts and back (moe.routing_seconds)
 
     @property
     def total(self) -> float:
@@ -209,14 +221,14 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
     bandwidth = _bandwidth(gpu, precision, eng) / stages   # each micro-batch re-reads its stage's weights
     matmul = _decode_flops(gpu, precision, eng, batch)
 
-    per_expert, _, k = moe.routed(model)
-    dense = _matmul_params(model) - k * per_expert
+    dense = _dense_matmul_params(model)
     dense_stream = serving.streamed_bytes(model, precision, 0)    # batch 0: no expert touched
     dp = _dp_attention(model, eng, split)                   # each GPU reads the dense weights whole, for its sequences
     products = _product_seconds_per_token(model, dense, precision, matmul, lambda: _decode_flops(gpu, None, eng, batch))
-    weights = max(dense_stream / bandwidth / (1 if dp else split), products * batch / split)
+    stream, compute = dense_stream / bandwidth / (1 if dp else split), products * batch / split
     experts = _experts_s(model, precision, batch, bandwidth, matmul, split, eng)
-    weights += experts + moe.routing_seconds(model, batch, _bandwidth(gpu, None, eng) / stages, split)
+    routing = moe.routing_seconds(model, batch, _bandwidth(gpu, None, eng) / stages, split)
+    weights = max(stream, compute) + (experts + routing)
 
     # KV cache by attention layout: global layers read the whole context, local (sliding or
     # chunked) layers at most their window; MLA one latent vector (arch.kv_cache_bytes)
@@ -226,7 +238,8 @@ def _decode_step(model: Model, gpu: Gpu, precision: Precision, batch: float, con
     attention = max(kv_bytes / _bandwidth(gpu, None, eng), attn_flops / attn_rate)
     links = _exchange_s(model, gpu, tp, batch / stages, eng) + _stage_hops_s(model, batch / stages, stages)
     cpu = (eng.sequence_overhead_us or 0.0) * 1e-6 * batch     # per running sequence, the GPU waiting (engine profile)
-    return Step(weights, attention, links, _overhead_s(model, gpu, eng, n_gpus, batch) + cpu, experts)
+    return Step(weights, attention, links, _overhead_s(model, gpu, eng, n_gpus, batch) + cpu, experts, stream, compute,
+                routing)
 
 
 def _experts_s(model: Model, precision: Precision, batch: float, bandwidth: float, rate: float, split: int,
@@ -306,8 +319,7 @@ def _prefill_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: floa
     tokens = prompt_tokens * batch
     dp = _dp_attention(model, eng, split)
     own = tokens / split if dp and batch >= split else tokens     # data-parallel attention: each GPU its own prompts
-    budget = eng.token_budget(gpu)
-    chunks = max(1, math.ceil(own / budget)) if budget else 1
+    chunks = _chunks(eng, gpu, own)
     compute = prefill_compute_s(model, gpu, precision, prompt_tokens, batch, n_gpus, eng) * stages
     if dp and batch < split:        # data-parallel attention: fewer prompts than GPUs leave GPUs idle (upper bound)
         compute *= split / max(1.0, batch)
@@ -316,6 +328,13 @@ def _prefill_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: floa
     # tokens FLOPs a weight byte), where a kernel reaches neither roof; long chunks are compute-bound anyway
     return (compute + reads + chunks * (_overhead_s(model, gpu, eng, n_gpus, own / chunks)
                                         + _eager_moe_s(model, eng, own / chunks / stages))) / _moe_prefill_share(model, eng)
+
+
+def _chunks(eng: Engine, gpu: Gpu, tokens: float) -> int:
+    """Passes a prefill of `tokens` takes within the engine's token budget an iteration (Engine.token_budget; one
+    without a budget prefills them at once)."""
+    budget = eng.token_budget(gpu)
+    return max(1, math.ceil(tokens / budget)) if budget else 1
 
 
 def _moe_prefill_share(model: Model, eng: Engine) -> float:
@@ -498,8 +517,7 @@ def first_wave_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: fl
     in chunks of its token budget, and a prompt's first token comes when its chunk ends, so with n equal chunks
     the mean is (n + 1) / 2n of the whole wave's prefill (_prefill_s of all of them)."""
     whole = _prefill_s(model, gpu, precision, prompt_tokens, clients, n_gpus, eng)
-    budget = eng.token_budget(gpu)
-    chunks = max(1, math.ceil(prompt_tokens * clients / budget)) if budget else 1
+    chunks = _chunks(eng, gpu, prompt_tokens * clients)
     return whole * (chunks + 1) / (2 * chunks)
 
 
@@ -645,10 +663,34 @@ def engine_reserve_gib(model: Model, gpu: Gpu, n_gpus: int, eng: Engine) -> floa
     return eng.activation_reserve_gib + profile_run_gib(model, gpu, n_gpus, eng)
 
 
-def _fixed_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
-    """Weights as the engine holds them (the checkpoint's and its kernel's padding) and its reserve, per GPU."""
-    return (_weights_gib(model, precision, n_gpus, eng) + kernel_padding_gib(model, gpu, precision, n_gpus, eng)
-            + engine_reserve_gib(model, gpu, n_gpus, eng))
+@dataclass(frozen=True)
+class Held:
+    """What a GPU holds before its KV cache, per GPU: the weights as the engine holds them (the checkpoint's share and
+    the padding its release's MoE kernel adds, `kernel` the kernel counted) and the engine's reserve, and what the
+    engine's memory rule leaves usable for them and the KV cache (usable_gib)."""
+    weights_gib: float
+    padding_gib: float
+    kernel: MoeKernel | None
+    reserve_gib: float
+    usable_gib: float
+
+    @property
+    def fixed_gib(self) -> float:
+        return self.weights_gib + self.reserve_gib
+
+    @property
+    def kv_gib(self) -> float:
+        """What the KV cache gets (0 or less: the weights and the reserve do not fit)."""
+        return self.usable_gib - self.fixed_gib
+
+
+def held(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> Held:
+    """The one count of weights + kernel padding + reserve per GPU that every fit, KV budget and #NUM! reads (one
+    lookup of the release's MoE kernel: the kernel a message names is the one counted)."""
+    kernel, padding = kernel_padding(model, gpu, precision, n_gpus, eng)
+    weights = _weights_gib(model, precision, n_gpus, eng) + padding
+    reserve = engine_reserve_gib(model, gpu, n_gpus, eng)
+    return Held(weights, padding, kernel, reserve, usable_gib(gpu, eng, weights + reserve))
 
 
 def kv_share(model: Model, n_gpus: int, eng: Engine) -> float:
@@ -670,32 +712,35 @@ def gib_text(gib: float) -> str:
 
 
 def no_fit(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine, kv_gib: float = 0.0,
-           what: str = "") -> NoFit:
+           what: str = "", memory: Held | None = None) -> NoFit:
     """#NUM! saying by how much a deployment does not fit: what it needs per GPU (weights, with the padding the
     release's MoE kernel adds, named with the release, the engine's reserve, the KV cache asked for) against what the
-    engine's memory rule leaves usable."""
-    kernel, padding = kernel_padding(model, gpu, precision, n_gpus, eng)   # one lookup: the kernel named is the one counted
-    weights = _weights_gib(model, precision, n_gpus, eng) + padding
-    reserve = engine_reserve_gib(model, gpu, n_gpus, eng)
-    weights_text = f"{gib_text(weights)} weights" + (
+    engine's memory rule leaves usable. `memory`: the caller's held() for these inputs (else counted here)."""
+    memory = memory or held(model, gpu, precision, n_gpus, eng)
+    kernel, padding = memory.kernel, memory.padding_gib
+    weights_text = f"{gib_text(memory.weights_gib)} weights" + (
         f", {padding:.1f} GiB of them {eng.name} {eng.release}'s {kernel.kernel} padding" if kernel and padding else "")
-    fixed = weights + reserve
-    usable = usable_gib(gpu, eng, fixed)
+    fixed = memory.fixed_gib
     kv = f" + {gib_text(kv_gib)} KV cache{f' ({what})' if what else ''}" if kv_gib else ""
     return NoFit(f"{model.name} at {as_precision(precision).name} does not fit on {n_gpus} x {gpu.name} with "
                  f"{eng.name}: needs {gib_text(fixed + kv_gib)} per GPU ({weights_text} + "
-                 f"{reserve:.1f} GiB engine reserve{kv}), {usable:.1f} GiB usable on {gpu.name}",
-                 fixed + kv_gib, usable)
+                 f"{memory.reserve_gib:.1f} GiB engine reserve{kv}), {memory.usable_gib:.1f} GiB usable on {gpu.name}",
+                 fixed + kv_gib, memory.usable_gib)
+
+
+def _kv_held(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> Held:
+    """held(), #NUM! with the figures when the weights (with the release's kernel padding) and the reserve leave the
+    KV cache nothing."""
+    memory = held(model, gpu, precision, n_gpus, eng)
+    if memory.kv_gib <= 0:
+        raise no_fit(model, gpu, precision, n_gpus, eng, memory=memory)
+    return memory
 
 
 def kv_budget_gib(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine) -> float:
     """GiB per GPU the engine gives the KV cache; #NUM! with the figures when the weights (with the release's kernel
     padding, kernel_padding_gib) and the reserve do not fit."""
-    fixed = _fixed_gib(model, gpu, precision, n_gpus, eng)
-    left = usable_gib(gpu, eng, fixed) - fixed
-    if left <= 0:
-        raise no_fit(model, gpu, precision, n_gpus, eng)
-    return left
+    return _kv_held(model, gpu, precision, n_gpus, eng).kv_gib
 
 
 def check_fit(model: Model, gpu: Gpu, precision: Precision | str, tokens: float, batch: float, n_gpus: int,
@@ -707,20 +752,34 @@ def check_fit(model: Model, gpu: Gpu, precision: Precision | str, tokens: float,
     n_gpus = serving.check_gpus(n_gpus)
     kv_precision = kv_precision or eng.kv_format(precision)
     kv = kv_per_sequence_gib(model, tokens, n_gpus, kv_precision, eng) * batch
-    if kv > kv_budget_gib(model, gpu, precision, n_gpus, eng) * (1 + 1e-9):
-        raise no_fit(model, gpu, precision, n_gpus, eng, kv, f"{batch:g} x {tokens:,.0f} tokens")
+    _check_kv(model, gpu, precision, n_gpus, eng, _kv_held(model, gpu, precision, n_gpus, eng), kv,
+              f"{batch:g} x {tokens:,.0f} tokens")
+
+
+def _check_kv(model: Model, gpu: Gpu, precision: Precision | str, n_gpus: int, eng: Engine, memory: Held,
+              kv_gib: float, what: str) -> None:
+    """#NUM! with the figures when `kv_gib` of KV cache per GPU (`what` asked for) passes what `memory` leaves it."""
+    if kv_gib > memory.kv_gib * (1 + 1e-9):
+        raise no_fit(model, gpu, precision, n_gpus, eng, kv_gib, what, memory)
 
 
 def kv_batch(model: Model, gpu: Gpu, precision: Precision | str, prompt_tokens: float, output_tokens: float,
              n_gpus: int, kv_precision: Precision | str, eng: Engine) -> int:
     """Sequences whose KV cache fits: each reserves prompt + output tokens (engines that
     guarantee no eviction) or, when blocks are handed out as tokens arrive, the mean length."""
-    tokens = prompt_tokens + (output_tokens if eng.kv_reservation == "max" else output_tokens / 2)
-    fits = math.floor(kv_budget_gib(model, gpu, precision, n_gpus, eng)
-                      / kv_per_sequence_gib(model, tokens, n_gpus, kv_precision, eng))
-    if fits < 1:
-        check_fit(model, gpu, precision, tokens, 1, n_gpus, kv_precision, eng)   # raises, with the figures
+    tokens = reserved_tokens(eng, prompt_tokens, output_tokens)
+    memory = _kv_held(model, gpu, precision, n_gpus, eng)
+    per_sequence = kv_per_sequence_gib(model, tokens, n_gpus, kv_precision, eng)
+    fits = math.floor(memory.kv_gib / per_sequence)
+    if fits < 1:     # raises, with the figures
+        _check_kv(model, gpu, precision, n_gpus, eng, memory, per_sequence, f"1 x {tokens:,.0f} tokens")
     return fits
+
+
+def reserved_tokens(eng: Engine, prompt_tokens: float, output_tokens: float) -> float:
+    """Tokens of KV cache a running sequence holds: prompt + output where the engine reserves the whole answer
+    (no eviction), else the mean length, blocks being handed out as tokens arrive (Engine.kv_reservation)."""
+    return prompt_tokens + (output_tokens if eng.kv_reservation == "max" else output_tokens / 2)
 
 
 # ---------------------------------------------------------------------------- operating point
@@ -741,8 +800,7 @@ def _rank_prompt_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: 
     """One prompt's prefill work that stays on the data-parallel attention rank that admitted it, on one GPU: its
     causal attention and its products outside the routed experts (attention projections, dense layers, shared
     experts, head); its routed experts' products are spread over the group's experts."""
-    per_expert, _, k = moe.routed(model)
-    products = _product_seconds_per_token(model, _matmul_params(model) - k * per_expert, precision,
+    products = _product_seconds_per_token(model, _dense_matmul_params(model), precision,
                                           _flops(gpu, precision, eng, "prefill"), lambda: _flops(gpu, None, eng, "prefill"))
     return products * prompt_tokens + attention_flops(model, prompt_tokens) / _attention_rate(gpu)
 
@@ -840,8 +898,8 @@ def serving_point(model: Model, gpu: Gpu, precision: Precision | str = "bf16",
         if batch < 1:
             raise num_error("batch must be >= 1")
         if batch > fits:
-            tokens = prompt_tokens + (output_tokens if eng.kv_reservation == "max" else output_tokens / 2)
-            check_fit(model, gpu, precision, tokens, batch, n_gpus, kv, eng)   # raises, with the figures
+            check_fit(model, gpu, precision, reserved_tokens(eng, prompt_tokens, output_tokens), batch, n_gpus, kv,
+                      eng)   # raises, with the figures
         batch, limited = int(batch), "batch given"
     else:
         batch, limited = concurrency_cap(*args)

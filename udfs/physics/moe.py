@@ -48,9 +48,7 @@ def active_params(model: Model) -> float:
     37B for V3/R1). Qwen and Mistral also count the embedding (Qwen3-30B-A3B "3.3B" in the Qwen3 blog,
     Mixtral "13B" in Jiang et al. 2024): this figure is 0.31B and 0.13B below their counts. A dense
     model's active count is its total."""
-    if not model.is_moe:
-        return model.total_params
-    return model.active - (0 if model.tied_embeddings else model.input_embedding_params)
+    return arch.matmul_params(model) if model.is_moe else model.total_params
 
 
 def touched_experts(experts: float, k: float, tokens: float) -> float:
