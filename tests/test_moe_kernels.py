@@ -183,15 +183,7 @@ def test_no_fit_names_the_kernel_it_counted_in_one_lookup():
     that kernel with the padding it counted: gpt-oss-120b on one H100 with vLLM 0.10.1, Marlin's 3,072 x 2,944 against
     2,880 x 2,880 (5.13 GiB, by hand)."""
     model, gpu, eng = _setup("H100", "vLLM 0.10.1")
-    lookups: list[str] = []
-
-    @dataclass(frozen=True)
-    class Counting(engines.Engine):
-        def moe_kernel(self, gpu, precision):
-            lookups.append(gpu.name)
-            return super().moe_kernel(gpu, precision)
-
-    counting = Counting(**{f.name: getattr(eng, f.name) for f in fields(eng)})
+    counting, lookups = _counting(eng)
     message = str(capacity.no_fit(model, gpu, "mxfp4", 1, counting))
     assert lookups == [gpu.name]
     by_hand = EXPERT_MATRICES * (3072 * 2944 - 2880 * 2880) * BYTES / GIB
