@@ -298,7 +298,9 @@ def _stated(eng: engines.Engine, note: str) -> tuple[engines.Engine, str]:
     TensorRT-LLM's enable_attention_dp) or "expert parallel, attention tensor-parallel" (E/n whole experts a GPU,
     attention split by heads: SGLang's --ep-size without DP attention, TensorRT-LLM's --ep_size with
     enable_attention_dp false); "attention-DP balancing on" (its ranks prefill together: TensorRT-LLM's
-    adp_balancing_enable). A row is scored like for like, never with a setting its source does not state."""
+    adp_balancing_enable); "FlashInfer sampler" (vLLM run with FlashInfer installed, which its V1 sampler then uses:
+    the start-up profile's sampler peak, capacity.profile_run_gib). A row is scored like for like, never with a setting
+    its source does not state."""
     said = []
     cap = re.search(r"engine batch cap ([\d,]+)", note)
     if cap:
@@ -318,6 +320,9 @@ def _stated(eng: engines.Engine, note: str) -> tuple[engines.Engine, str]:
     if "attention-dp balancing on" in note.lower():
         eng = replace(eng, dp_balance=True)
         said.append("its ranks prefill together (attention-DP balancing)")
+    if "flashinfer sampler" in note.lower():
+        eng = replace(eng, flashinfer_sampler=True)
+        said.append("the row's FlashInfer sampler (FlashInfer installed)")
     return eng, "; ".join(said)
 
 

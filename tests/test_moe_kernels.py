@@ -226,3 +226,32 @@ def test_every_refusal_counts_the_weights_once():
     with pytest.raises(capacity.NoFit, match=r"KV cache \(1 x 10,000,000 tokens\)"):
         capacity.kv_batch(model, gpu, "mxfp4", 10_000_000, 1, 2, "bf16", counting)
     assert lookups == [gpu.name]
+
+
+def test_gpustack_0_10_2_runs_start_with_their_flashinfer_sampler():
+    """GPUStack's gpt-oss-120b on one H100 with vLLM 0.10.2 (--max-model-len 32768) ran with FlashInfer installed
+    (docs/accuracy.md, "Why GPUStack's 0.10.2 runs start"): the start-up sampler takes 14 bytes a row x vocabulary
+    entry (no sort), not PyTorch's 24. By hand: 79.22 GiB x 0.9 usable, less the checkpoint and Marlin's padding, the
+    1.5 GiB reserve and 1,024 rows x 201,088 x 14 bytes, leaves more than one 32,768-token sequence's cache (18
+    full-attention layers x 32,768 tokens and 18 window layers x 128, 8 KV heads x 64 x K and V x 2 bytes); with the
+    sort the same count is negative: no start."""
+    model, gpu, eng = _setup("H100", "vLLM 0.10.2")
+    weights = arch.weight_bytes(model, "mxfp4") / GIB + EXPERT_MATRICES * (3072 * 2944 - 2880 * 2880) * BYTES / GIB
+    left = 79.22 * 0.9 - weights - 1.5
+    flashinfer = replace(eng, flashinfer_sampler=True)
+    by_hand = left - 1024 * 201_088 * 14 / GIB
+    assert capacity.kv_budget_gib(model, gpu, "mxfp4", 1, flashinfer) == pytest.approx(by_hand, rel=1e-9)
+    one_sequence = 18 * (32_768 + 128) * 2 * 8 * 64 * 2 / GIB
+    assert capacity.kv_per_sequence_gib(model, 32_768, 1, "bf16", flashinfer) == pytest.approx(one_sequence, rel=1e-9)
+    assert by_hand > one_sequence
+    assert left - 1024 * 201_088 * 24 / GIB < 0 and not eng.flashinfer_sampler
+    with pytest.raises(capacity.NoFit):
+        capacity.kv_budget_gib(model, gpu, "mxfp4", 1, eng)
+
+
+def test_a_row_states_its_flashinfer_sampler():
+    """Only a row whose note states it runs the FlashInfer sampler (benchmarks/serving_accuracy._stated)."""
+    from benchmarks import serving_accuracy
+    eng = engines.engine("vLLM 0.10.2", resolve.gpu("H100"))
+    assert serving_accuracy._stated(eng, "launched as `vllm serve`; FlashInfer sampler: installed")[0].flashinfer_sampler
+    assert not serving_accuracy._stated(eng, "launched as `vllm serve`")[0].flashinfer_sampler

@@ -147,7 +147,9 @@ def _figures(s: Sheet, i: Inputs):
                                    ("SrvSeqUs", "CPU time per running sequence per step (us; blank: overlapped)",
                                     "sequence_overhead_us", "0.0"),
                                    ("SrvGraphCap", "CUDA graphs up to (sequences; blank: not modelled)",
-                                    "graph_max_batch", "#,##0")):
+                                    "graph_max_batch", "#,##0"),
+                                   ("SrvFlashSampler", "Sampler runs FlashInfer's top-k / top-p (1: yes)",
+                                    "flashinfer_sampler", "0")):
         s.value(name, label, f"INDEX(Eng_{attr},SrvEngRow)", "", fmt)
     key = f'SrvEngine&"{sf.SEP}"&{gpu}'
     s.value("SrvBwFrac", "Achieved share of memory bandwidth", f"INDEX(EG_bandwidth,MATCH({key},EG_keys,0))", "",
@@ -251,7 +253,8 @@ def _group_rows(prompt: str, out: str) -> list[tuple[str, str, str | None, str |
         ("Memory the engine uses (GiB)", "usable", 'SrvMemory*IF(SrvMemRule="total",SrvMemFrac,1)', st.GB),
         ("Profile run's peak (GiB)", "profile",
          "IF(SrvProfTokens>0,MAX(SrvProfTokens*(2*SrvHidden+SrvMlpValues/{c}{split})*2,MIN(IF(SrvCap>0,SrvCap,"
-         "SrvProfTokens),SrvProfTokens)*SrvVocab*SrvK_SamplerBytes)/SrvK_GiB,0)", st.GB),
+         "SrvProfTokens),SrvProfTokens)*SrvVocab*IF(SrvFlashSampler=1,SrvK_SamplerBytesFI,SrvK_SamplerBytes))"
+         "/SrvK_GiB,0)", st.GB),
         ("Left after weights, padding and reserve (GiB)", "left",
          "{c}{usable}-{c}{wgib}-{c}{pad}-SrvReserve-{c}{profile}", st.GB),
         ("KV budget (GiB)", "budget", 'MAX(0,{c}{left})*IF(SrvMemRule="free",SrvMemFrac,1)', st.GB),

@@ -44,6 +44,8 @@ CONSTANTS = [
      "udfs.physics.calibration.EAGER_LAYER_US"),
     ("SrvK_SamplerBytes", "Bytes a row x vocabulary entry holds at vLLM's profile-run sampler peak",
      cal.SAMPLER_PEAK_BYTES, "udfs.physics.calibration.SAMPLER_PEAK_BYTES"),
+    ("SrvK_SamplerBytesFI", "... where FlashInfer's sampler runs (the engine's FlashInfer sampler: 1)",
+     cal.SAMPLER_PEAK_BYTES_FLASHINFER, "udfs.physics.calibration.SAMPLER_PEAK_BYTES_FLASHINFER"),
 ]
 
 # (column name, header, value(model), number format): a catalog model's serving shape
@@ -94,6 +96,7 @@ ENGINE_COLUMNS = [  # engine profile fields the calculation reads
     ("layer_overhead_us", "Fixed time per layer (us)", "0.0"), ("step_overhead_us", "Fixed time per step (us)", "0.0"),
     ("sequence_overhead_us", "CPU time per running sequence per step (us; blank: overlapped)", "0.0"),
     ("graph_max_batch", "CUDA graphs up to (sequences; blank: not modelled)", "#,##0"),
+    ("flashinfer_sampler", "FlashInfer sampler (1: yes)", "0"),
     ("matmul_fraction_16", "16-bit product share of peak", "0.00"),
     ("matmul_fraction_8", "8-bit product share of peak", "0.00"),
     ("matmul_fraction_4", "4-bit product share of peak", "0.00"),
@@ -120,6 +123,11 @@ def _fill(ws, row: int, values: list, fmts: list | None = None):
 
 def _name_column(book: Book, sheet: str, name: str, column: int, first: int, last: int):
     book.define(name, f"'{sheet}'!${col(column)}${first}:${col(column)}${last}")
+
+
+def _cell_value(value):
+    """A profile field as a cell holds it: a flag as 1 or 0 (Excel's TRUE is not = 1), anything else as it is."""
+    return int(value) if isinstance(value, bool) else value
 
 
 def _figure(value):
@@ -157,7 +165,7 @@ def engines_sheet(book: Book):
     _header(ws, 2, ["Engine"] + [h for _, h, _ in ENGINE_COLUMNS] + ["Source"])
     rows = engines.engines()
     for r, e in enumerate(rows, start=3):
-        _fill(ws, r, [e.name] + [getattr(e, a) for a, _, _ in ENGINE_COLUMNS] + [e.source],
+        _fill(ws, r, [e.name] + [_cell_value(getattr(e, a)) for a, _, _ in ENGINE_COLUMNS] + [e.source],
               [None] + [f for *_, f in ENGINE_COLUMNS] + [None])
         ws.cell(row=r, column=len(ENGINE_COLUMNS) + 2).alignment = st.WRAP
     last = 2 + len(rows)

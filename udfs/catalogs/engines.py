@@ -103,6 +103,10 @@ class Engine:
     # The newest release the engine had published when the row was read (engines.csv `newest_release`, on the family's
     # current profile): a worksheet's 'vLLM 99.1' newer than it is refused (_check_published). Blank: not stated.
     newest_release: str = ""
+    # vLLM's sampler runs FlashInfer's top-k / top-p (FlashInfer installed: capacity.profile_run_gib counts its
+    # start-up sampler at cal.SAMPLER_PEAK_BYTES_FLASHINFER). Blank (off) in every packaged row, as a PyPI install of
+    # the releases read (0.10.2, 0.11.0) carries no FlashInfer; a private row or a measured row's note turns it on.
+    flashinfer_sampler: bool = False
     # Host time per MoE layer of a prefill pass run without CUDA graphs (its Python and kernel launches, the MoE
     # layer's host syncs; capacity._prefill_s): blank (0) where not measured. SGLang's is chosen from DeepSeek-R1
     # first tokens at 1-2 in flight (benchmarks/serving_accuracy.py FITTED, scored out of fold).

@@ -215,3 +215,11 @@ MOE_LAYER_US = 27.2
 # FP32 copy (4), the sort's values (4) and int64 indices (8), the softmax (4) and the top-k and top-p masks
 # (1 + 1): 24 bytes, counted from the source, not chosen from rows (the sort's own workspace is not counted).
 SAMPLER_PEAK_BYTES = 24
+# With FlashInfer installed (in vLLM 0.10.2 and 0.11.0 the `vllm[flashinfer]` extra, not a default dependency: setup.py
+# extras_require; or an image that builds it) the same profile run samples through FlashInfer instead
+# (vllm/v1/sample/ops/topk_topp_sampler.py TopKTopPSampler: FlashInfer >= 0.2.3 and VLLM_USE_FLASHINFER_SAMPLER unset
+# -> forward_cuda -> flashinfer.sampling.top_k_top_p_sampling_from_logits, read in vLLM 0.10.2 and 0.11.0), which does
+# not sort: each row x vocabulary entry holds the 16-bit logits (2), the sampler's FP32 copy (4; the temperature is
+# divided in place), top_k_mask_logits' masked copy (4, torch.empty_like) and the softmax (4): 14 bytes
+# (flashinfer-python 0.3.0 sampling.py, filter_apply_order "top_k_first"), counted from the source.
+SAMPLER_PEAK_BYTES_FLASHINFER = 14

@@ -646,7 +646,8 @@ def profile_run_gib(model: Model, gpu: Gpu, n_gpus: int, eng: Engine) -> float:
     MLP block: the residual and the block's input (2 x hidden) beside the gate-and-up output and its activation
     (3 x the FFN width, 2 x ungated, split over the tensor-parallel GPUs), 16-bit values a token. The sampler runs
     after the forward has freed those (it gets the last token's hidden states only) and runs top-k and top-p on
-    rows x vocabulary entries of cal.SAMPLER_PEAK_BYTES each, on every GPU: the peak is the larger of the two.
+    rows x vocabulary entries of cal.SAMPLER_PEAK_BYTES each (PyTorch's sort; cal.SAMPLER_PEAK_BYTES_FLASHINFER where
+    FlashInfer's sampler runs: Engine.flashinfer_sampler), on every GPU: the peak is the larger of the two.
     0 for engines that size their cache another way (Engine.profile_tokens)."""
     tokens = eng.profile_tokens(gpu)
     if not tokens:
@@ -654,7 +655,8 @@ def profile_run_gib(model: Model, gpu: Gpu, n_gpus: int, eng: Engine) -> float:
     tp = layout(gpu, eng, n_gpus)[0]
     values = 2 * model.dim("hidden") + (3 if model.gated_mlp else 2) * ffn_width(model) / tp
     rows = min(eng.batch_cap(gpu) or tokens, tokens)
-    return max(tokens * values * 2, rows * model.dim("vocab") * cal.SAMPLER_PEAK_BYTES) / GIB
+    per_entry = cal.SAMPLER_PEAK_BYTES_FLASHINFER if eng.flashinfer_sampler else cal.SAMPLER_PEAK_BYTES
+    return max(tokens * values * 2, rows * model.dim("vocab") * per_entry) / GIB
 
 
 def engine_reserve_gib(model: Model, gpu: Gpu, n_gpus: int, eng: Engine) -> float:
