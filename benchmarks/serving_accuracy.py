@@ -529,8 +529,8 @@ class Fitted:
             return case.metric == "decode_b1" and case.engine.bandwidth_field(case.gpu) == self.field
         if self.field == "layer_overhead_us":
             return case.metric == "decode_b1"
-        if self.field == "sequence_overhead_us":             # per running sequence: rows of many sequences
-            return case.metric in ("fixed_batch", "max_throughput", "burst")
+        if self.field == "sequence_overhead_us":             # per running sequence: steady rows of many sequences
+            return case.metric in ("fixed_batch", "max_throughput")     # (a burst's run is not the rule's pool)
         if self.field.startswith("matmul_fraction_"):      # batches of hundreds: the products bound the step
             return case.metric in ("fixed_batch", "max_throughput", "burst")
         if self.field == "moe_prefill_share":              # a MoE model's first token at the fewest in flight its
