@@ -799,7 +799,7 @@ def compare_kv_capacity(what: str, model, row: dict[str, str]) -> Comparison:
     eng = replace(engines.engine(s["engine"], gpu), memory_fraction=float(s.get("gmu") or s["mem_fraction_static"]))
     if "max_num_batched_tokens" in s:         # the profile run the row's engine made (capacity.profile_run_gib)
         eng = replace(eng, max_num_tokens=int(s["max_num_batched_tokens"]), max_batch=int(s["max_num_seqs"]),
-                      large_gpu_max_batch=None, large_gpu_max_num_tokens=None)
+                      large_gpu_max_batch=None, large_gpu_max_num_tokens=None, huge_gpu_max_num_tokens=None)
     config = Config(model.name, model.params, model.is_moe, gpu, precision or "", n, eng.name)
     peak = row["peak_gpu_mem_gb"].strip()
     if peak.lower() == DOES_NOT_START:

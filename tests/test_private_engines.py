@@ -12,7 +12,8 @@ ENGINE_COLUMNS = ("name,aliases,multi_gpu,memory_rule,memory_fraction,activation
                   "kv_precision,precisions,bandwidth_fraction_hbm,bandwidth_fraction_gddr,quantized_factor,"
                   "layer_overhead_us,step_overhead_us,matmul_fraction_16,matmul_fraction_8,matmul_fraction_4,"
                   "family,max_num_tokens,max_batch,large_gpu_max_batch,source,as_of\n")
-ACME = (f"Acme Serve,acme,tensor,total,0.90,1.5,mean,16bit,fp8;fp16,0.80,0.90,0.90,"   # vLLM's figures
+ACME = (f"Acme Serve,acme,tensor,total,{engines.engine('vLLM').memory_fraction:g},1.5,mean,16bit,fp8;fp16,"  # vLLM's
+        "0.80,0.90,0.90,"
         f"{engines.engine('vLLM').layer_overhead_us:g},300,0.70,0.45,0.35,vLLM,8192,256,1024,ours,2026-11\n")
 
 

@@ -28,9 +28,8 @@ def rows():
 
 
 @pytest.fixture(scope="module")
-def report(accuracy_report):
-    assert DIRECTORY == accuracy.default_measured_dir()
-    return accuracy_report
+def report():
+    return accuracy.run(DIRECTORY)
 
 
 def test_shipped_table_is_the_rule_applied_to_the_measured_rows():

@@ -146,15 +146,17 @@ def _figures(s: Sheet, i: Inputs):
                                    ("SrvStepUs", "Fixed time per step (us)", "step_overhead_us", "0.0"),
                                    ("SrvSeqUs", "CPU time per running sequence per step (us; blank: overlapped)",
                                     "sequence_overhead_us", "0.0"),
-                                   ("SrvGraphCap", "CUDA graphs up to (sequences; blank: not modelled)",
-                                    "graph_max_batch", "#,##0"),
                                    ("SrvFlashSampler", "Sampler runs FlashInfer's top-k / top-p (1: yes)",
-                                    "flashinfer_sampler", "0")):
+                                    "flashinfer_sampler", "0"),
+                                   ("SrvSamplerSorts", "Start-up sampler sorts the vocabulary (1: yes)",
+                                    "sampler_sorts", "0")):
         s.value(name, label, f"INDEX(Eng_{attr},SrvEngRow)", "", fmt)
     key = f'SrvEngine&"{sf.SEP}"&{gpu}'
     s.value("SrvBwFrac", "Achieved share of memory bandwidth", f"INDEX(EG_bandwidth,MATCH({key},EG_keys,0))", "",
             "0.00")
     s.value("SrvCap", "Engine batch cap (0: none)", f"INDEX(EG_cap,MATCH({key},EG_keys,0))", "", "#,##0")
+    s.value("SrvGraphCap", "CUDA graphs up to (sequences; 0: not modelled)", f"INDEX(EG_graph,MATCH({key},EG_keys,0))",
+            "Engine.graph_cap: the engine's capture cap on the GPU", "#,##0")
     s.value("SrvProfTokens", "Profile run kept out of the KV cache (tokens; 0: none)",
             f"INDEX(EG_profile,MATCH({key},EG_keys,0))", "Engine.profile_tokens: vLLM's token budget on the GPU",
             "#,##0")
@@ -253,7 +255,8 @@ def _group_rows(prompt: str, out: str) -> list[tuple[str, str, str | None, str |
         ("Memory the engine uses (GiB)", "usable", 'SrvMemory*IF(SrvMemRule="total",SrvMemFrac,1)', st.GB),
         ("Profile run's peak (GiB)", "profile",
          "IF(SrvProfTokens>0,MAX(SrvProfTokens*(2*SrvHidden+SrvMlpValues/{c}{split})*2,MIN(IF(SrvCap>0,SrvCap,"
-         "SrvProfTokens),SrvProfTokens)*SrvVocab*IF(SrvFlashSampler=1,SrvK_SamplerBytesFI,SrvK_SamplerBytes))"
+         "SrvProfTokens),SrvProfTokens)*SrvVocab*IF(SrvFlashSampler=1,SrvK_SamplerBytesFI,"
+         "IF(SrvSamplerSorts=1,SrvK_SamplerBytes,SrvK_SamplerBytesInPlace)))"
          "/SrvK_GiB,0)", st.GB),
         ("Left after weights, padding and reserve (GiB)", "left",
          "{c}{usable}-{c}{wgib}-{c}{pad}-SrvReserve-{c}{profile}", st.GB),

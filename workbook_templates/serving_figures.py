@@ -46,6 +46,8 @@ CONSTANTS = [
      cal.SAMPLER_PEAK_BYTES, "udfs.physics.calibration.SAMPLER_PEAK_BYTES"),
     ("SrvK_SamplerBytesFI", "... where FlashInfer's sampler runs (the engine's FlashInfer sampler: 1)",
      cal.SAMPLER_PEAK_BYTES_FLASHINFER, "udfs.physics.calibration.SAMPLER_PEAK_BYTES_FLASHINFER"),
+    ("SrvK_SamplerBytesInPlace", "... where the sampler works in place (vLLM 0.17.0 on; the engine's sampler sorts: 0)",
+     cal.SAMPLER_PEAK_BYTES_IN_PLACE, "udfs.physics.calibration.SAMPLER_PEAK_BYTES_IN_PLACE"),
 ]
 
 # (column name, header, value(model), number format): a catalog model's serving shape
@@ -97,6 +99,7 @@ ENGINE_COLUMNS = [  # engine profile fields the calculation reads
     ("sequence_overhead_us", "CPU time per running sequence per step (us; blank: overlapped)", "0.0"),
     ("graph_max_batch", "CUDA graphs up to (sequences; blank: not modelled)", "#,##0"),
     ("flashinfer_sampler", "FlashInfer sampler (1: yes)", "0"),
+    ("sampler_sorts", "Start-up sampler sorts (1: yes)", "0"),
     ("matmul_fraction_16", "16-bit product share of peak", "0.00"),
     ("matmul_fraction_8", "8-bit product share of peak", "0.00"),
     ("matmul_fraction_4", "4-bit product share of peak", "0.00"),
@@ -232,11 +235,13 @@ def figures_sheet(book: Book):
                  [None, "0.000000", "#,##0", "0.000000", "#,##0"])
     pairs = [(e, g) for e in engines.engines() for g in gpus]
     row = _block(book, ws, row, "Engine on a GPU: achieved share of memory bandwidth, batch limit, the profile run "
-                 "kept out of the KV cache (vLLM's token budget on that GPU)",
-                 ["Engine | GPU", "Bandwidth share", "Batch cap (blank: none)", "Profile run (tokens; 0: none)"],
-                 [[e.name + SEP + g.name, e.bandwidth_fraction(g), e.batch_cap(g), e.profile_tokens(g)]
+                 "kept out of the KV cache (vLLM's token budget on that GPU), CUDA graphs captured up to",
+                 ["Engine | GPU", "Bandwidth share", "Batch cap (blank: none)", "Profile run (tokens; 0: none)",
+                  "CUDA graphs up to (sequences; blank: not modelled)"],
+                 [[e.name + SEP + g.name, e.bandwidth_fraction(g), e.batch_cap(g), e.profile_tokens(g), e.graph_cap(g)]
                   for e, g in pairs],
-                 {1: "EG_keys", 2: "EG_bandwidth", 3: "EG_cap", 4: "EG_profile"}, [None, "0.00", "#,##0", "#,##0"])
+                 {1: "EG_keys", 2: "EG_bandwidth", 3: "EG_cap", 4: "EG_profile", 5: "EG_graph"},
+                 [None, "0.00", "#,##0", "#,##0", "#,##0"])
     precisions = catalog.precisions()
     row = _block(book, ws, row, "A number format on a GPU: the tensor rate its products get, the units' width, "
                  "weights dequantised to 16-bit (1: yes); blank: the catalog has no figure or the GPU no units",

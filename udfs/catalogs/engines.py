@@ -51,10 +51,10 @@ DEFAULT_ENGINES = {"NVIDIA": "TensorRT-LLM", "Apple": "llama.cpp"}
 FAMILY_ENGINES = {"Gaudi": "Intel Gaudi software"}
 FALLBACK_ENGINE = "vLLM"
 DEFAULT_ENGINE_TEXT = ("TensorRT-LLM on NVIDIA GPUs, llama.cpp on Apple silicon, Intel Gaudi software (1.18) on "
-                       "Gaudi, vLLM (its V1 engine, 0.8 to 0.19.1) on others; 'vLLM' answers for release 0.19.1, the "
-                       "newest whose defaults it holds (0.33.0 is the newest published, 2026-11-24; 0.20.0 raised the "
-                       "memory share to 0.92: 0.20.0-0.33.0 are #N/A), and 'vLLM 0.10.1' for that release (its MoE "
-                       "kernels: MXFP4 experts through Marlin, padded, on Hopper)")
+                       "Gaudi, vLLM (its V1 engine) on others; 'vLLM' answers for release 0.33.0, the newest published "
+                       "(PyPI, 2026-11-24), with its defaults (0.92 of memory; 16,384-token budget on GPUs of 160 GiB "
+                       "or more; CUDA graphs to 1,024 sequences on B200/B300), and a named release ('vLLM 0.19.1', "
+                       "'vLLM 0.10.2') for that release's defaults and MoE kernels")
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,18 @@ class Engine:
     # Fixed time a MoE layer of a decode step costs beyond its experts' bytes (us; capacity.moe_layer_us): blank (None)
     # takes calibration.MOE_LAYER_US, one value for every engine; the accuracy harness sets it to re-choose it in folds.
     moe_layer_us: float | None = None
+    # vLLM's largest tier (0.28.0 on; arg_utils get_batch_defaults): GPUs of at least this many GiB get
+    # huge_gpu_max_num_tokens under `vllm serve` (token_budget). Blank: no such tier.
+    huge_gpu_min_gib: float | None = None
+    huge_gpu_max_num_tokens: int | None = None
+    # GPU families (Gpu.family) whose CUDA graphs go up to family_graph_max_batch sequences instead of graph_max_batch
+    # (vLLM 0.28.0 on: 1,024 on compute capability 10.x, _set_cudagraph_sizes; graph_cap). Blank: graph_max_batch on all.
+    graph_cap_families: tuple[str, ...] = ()
+    family_graph_max_batch: int | None = None
+    # vLLM's start-up sampler sorts the vocabulary (PyTorch's top-k / top-p: 0.8-0.16; capacity.profile_run_gib counts
+    # cal.SAMPLER_PEAK_BYTES); blank: it works in place (the Triton top-k / top-p of 0.17.0 on, FlashInfer's sampler
+    # after it from 0.22.0 on CUDA: cal.SAMPLER_PEAK_BYTES_IN_PLACE). Only vLLM profiles run a start-up sampler.
+    sampler_sorts: bool = False
 
     @property
     def expert_parallel(self) -> bool:
@@ -157,11 +169,12 @@ class Engine:
         prefill and decode alike: 8- and 4-bit peaks are harder to approach than 16-bit."""
         return {16: self.matmul_fraction_16, 8: self.matmul_fraction_8, 4: self.matmul_fraction_4}[bits]
 
-    def layer_us(self, tokens: float) -> float:
+    def layer_us(self, tokens: float, gpu: Gpu) -> float:
         """Fixed time per layer of a step of `tokens` tokens (a decode step's sequences, or a prefill chunk):
-        the profile's, with a captured CUDA graph replayed; beyond the engine's capture cap the step runs without
-        graphs and each layer also pays the launches the graph saved (calibration.EAGER_LAYER_US)."""
-        eager = self.graph_max_batch is not None and tokens > self.graph_max_batch
+        the profile's, with a captured CUDA graph replayed; beyond the engine's capture cap on `gpu` (graph_cap) the
+        step runs without graphs and each layer also pays the launches the graph saved (calibration.EAGER_LAYER_US)."""
+        cap = self.graph_cap(gpu)
+        eager = cap is not None and tokens > cap
         return self.layer_overhead_us + (cal.EAGER_LAYER_US if eager else 0.0)
 
     def covers(self, version: tuple[int, ...]) -> bool:
@@ -204,10 +217,21 @@ class Engine:
     def token_budget(self, gpu: Gpu) -> int | None:
         """Tokens the engine runs in one iteration (prefill chunks beside the running decodes: vLLM's
         max_num_batched_tokens, SGLang's chunked_prefill_size, TensorRT-LLM's max_num_tokens); None: no budget,
-        a prompt is prefilled whole. `vllm serve` raises its default on large GPUs (large_gpu): 8,192, else 2,048."""
+        a prompt is prefilled whole. `vllm serve` raises its default on large GPUs (large_gpu): 8,192, else 2,048;
+        from 0.28.0 16,384 on GPUs of 160 GiB or more (huge_gpu_min_gib)."""
+        if self.huge_gpu_min_gib and self.huge_gpu_max_num_tokens and gpu.memory_gib >= self.huge_gpu_min_gib:
+            return self.huge_gpu_max_num_tokens
         if self.large_gpu(gpu) and self.large_gpu_max_num_tokens:
             return self.large_gpu_max_num_tokens
         return self.max_num_tokens
+
+    def graph_cap(self, gpu: Gpu) -> int | None:
+        """The most sequences a decode step may hold and still replay a captured CUDA graph on `gpu`: the profile's
+        graph_max_batch, or family_graph_max_batch on the GPU families it names (vLLM 0.28.0 on: 1,024 on B200,
+        GB200, B300, GB300); None: not modelled."""
+        if self.family_graph_max_batch and gpu.family in self.graph_cap_families:
+            return self.family_graph_max_batch
+        return self.graph_max_batch
 
     def kv_format(self, precision: Precision | str) -> str:
         """KV-cache format the engine uses when none is asked for: 16-bit, or FP8 for engines
@@ -248,6 +272,55 @@ class MoeKernel:
 @cache
 def moe_kernels() -> tuple[MoeKernel, ...]:
     return tuple(_build(MoeKernel, r) for r, _ in catalog.rows_with_origin("moe_kernels.csv"))
+
+
+@dataclass(frozen=True)
+class ReleaseDefaults:
+    """The defaults an older release range of a profile ran with where they differ from the profile's own release
+    (udfs/data/engine_releases.csv, each row read in the release's wheel): the memory share, batch and token caps and
+    their GPU tiers, the CUDA-graph cap, whether the start-up sampler sorts. `not_held`: why these releases have no
+    profile (an estimate is #N/A)."""
+    engine: str
+    version_range: str
+    memory_fraction: float | None
+    max_batch: int | None
+    large_gpu_max_batch: int | None
+    max_num_tokens: int | None
+    large_gpu_max_num_tokens: int | None
+    huge_gpu_min_gib: float | None
+    huge_gpu_max_num_tokens: int | None
+    graph_max_batch: int | None
+    graph_cap_families: tuple[str, ...]
+    family_graph_max_batch: int | None
+    sampler_sorts: bool
+    not_held: str
+    source: str
+    as_of: str
+    note: str
+
+
+# The profile fields a release row sets: every one, blank included (a blank tier is no tier at that release).
+RELEASE_FIELDS = ("memory_fraction", "max_batch", "large_gpu_max_batch", "max_num_tokens", "large_gpu_max_num_tokens",
+                  "huge_gpu_min_gib", "huge_gpu_max_num_tokens", "graph_max_batch", "graph_cap_families",
+                  "family_graph_max_batch", "sampler_sorts")
+
+
+@cache
+def release_defaults() -> tuple[ReleaseDefaults, ...]:
+    return tuple(_build(ReleaseDefaults, r) for r, _ in catalog.rows_with_origin("engine_releases.csv"))
+
+
+def _at_release(e: Engine, release: str) -> Engine:
+    """The profile as `release` ran it: with that release's defaults where engine_releases.csv holds a row for the
+    profile covering it (else the profile's own, which its `release` states); #N/A naming why where the row says the
+    release is not held."""
+    version = _numbers(release)
+    row = next((r for r in release_defaults() if r.engine == e.name and _in_range(version, r.version_range)), None)
+    if row is None:
+        return replace(e, release=release)
+    if row.not_held:
+        raise na_error(f"{e.name} {release}: {row.not_held} (udfs/data/engine_releases.csv)")
+    return replace(e, release=release, **{f: getattr(row, f) for f in RELEASE_FIELDS})
 
 
 def _in_range(version: tuple[int, ...], version_range: str) -> bool:
@@ -294,7 +367,13 @@ def row_problems(row: dict[str, str]) -> list[tuple[str, str]]:
 def engines() -> tuple[Engine, ...]:
     """Packaged engines overlaid with private rows, which are checked first (file, line, column)."""
     rows = catalog.rows_with_origin("engines.csv")     # checked by catalog.validate, as `catalog check` does
-    return tuple(_per_step(_build(Engine, r)) for r, _ in rows)
+    return tuple(_per_step(_pinned(_build(Engine, r))) for r, _ in rows)
+
+
+def _pinned(e: Engine) -> Engine:
+    """A profile whose row states an older release (a private row's `name,release`: 'vLLM,0.10.1') runs with that
+    release's defaults (engine_releases.csv), as naming it does; the packaged row's own release has none there."""
+    return _at_release(e, e.release) if e.release else e
 
 
 def _per_step(e: Engine) -> Engine:
@@ -317,17 +396,18 @@ def _index() -> NameIndex[Engine]:
 
 
 def _numbers(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", text.strip())[:3])
+    return tuple(int(p) for p in re.findall(r"\d+", text.strip(), re.ASCII)[:3])
 
 
 # A release as engines.csv and a worksheet write it: up to four numbers, then a pre- or post-release tag ("0.10.1.1",
 # "0.5.3rc0", "0.4.0.post1", "1.4.0rc1"); the tags order as PEP 440 orders them (dev < a < b < rc < final < post).
-_RELEASE = re.compile(r"^v?(?P<numbers>\d+(?:\.\d+){0,3})(?:[.\-]?(?P<tag>post|rc|dev|a|b)(?P<n>\d*))?$", re.IGNORECASE)
+_RELEASE = re.compile(r"^v?(?P<numbers>\d+(?:\.\d+){0,3})(?:[.\-]?(?P<tag>post|rc|dev|a|b)(?P<n>\d*))?$",
+                      re.IGNORECASE | re.ASCII)       # ASCII digits only: a full-width '０.１０.１' is no release
 _STAGE = {"dev": 0, "a": 1, "b": 2, "rc": 3, "": 4, "post": 5}
 
 # "vLLM 0.5.3", "vllm v0.6", "vLLM 0.10.1.1", "SGLang 0.4.1.post1": an engine's name, then a release
 _VERSIONED = re.compile(r"^(?P<family>.*?\D)[\s_-]*(?P<release>v?\d+(?:\.\d+){0,3}(?:[.\-]?(?:post|rc|dev|a|b)\d*)?)$",
-                        re.IGNORECASE)
+                        re.IGNORECASE | re.ASCII)
 
 
 def release_key(text: str) -> tuple[int, ...] | None:
@@ -377,6 +457,8 @@ def _span(e: Engine) -> str:
     """The releases a profile describes, in words for a message: its range, an open end closed at the newest release."""
     lo, _, hi = e.version_range.partition("-")
     newest = newest_release(_family(e))
+    if lo and lo == hi:
+        return lo
     if not lo:
         return f"up to {hi or newest or 'any'}"
     return f"{lo} to {hi or newest or 'any newer'}"
@@ -393,11 +475,13 @@ def _by_version(text: str) -> Engine | None:
     if match is None or named is None:
         _refuse_words(text)
         return None
-    release = match.group("release").lstrip("vV")
+    release, typed = match.group("release").lstrip("vV"), match.group("family").strip(" _-")
     base, by_family = named
     family = _family(base)
+    if re.search(r"\s-+$", text.strip()[:match.start("release")]):     # 'vLLM -1': a sign, not a separator
+        raise value_error(f"{text.strip()!r}: '-{release}' is not a release of {typed} (a release has no sign)")
     if by_family:
-        found = _profile_of_release(family, release)
+        found = _profile_of_release(family, release, typed)
     elif not base.version_range:
         raise value_error(f"{base.name!r} names no releases ({base.version or 'one configuration'}): name it without "
                           f"a release, or name the family with one ('{family} {release}')")
@@ -407,7 +491,11 @@ def _by_version(text: str) -> Engine | None:
     else:
         found = base
     _check_published(found, release)
-    return replace(found, release=release)
+    why = release_problem(release, "")          # one rule with a catalog's `release` cell: a series is no release
+    if why:
+        raise value_error(f"{text.strip()!r}: {why}; {found.name} describes {_span(found)}, each release of a series "
+                          f"may differ (its defaults, its MoE kernels)")
+    return _at_release(found, release)
 
 
 def _named(text: str) -> tuple[Engine, bool] | None:
@@ -423,16 +511,19 @@ def _named(text: str) -> tuple[Engine, bool] | None:
     return base, len(_profiles(_family(base))) == 1
 
 
-def _profile_of_release(family: str, release: str) -> Engine:
+def _profile_of_release(family: str, release: str, typed: str = "") -> Engine:
     """The family's profile for a release: the one whose range holds it (of overlapping ones, the newest: a new
-    engine generation becomes the default); a family with one unranged profile: that one, if it states releases."""
+    engine generation becomes the default); a family with one unranged profile: that one, if it states releases.
+    `typed`: the name as written before the release (an alias, 'ollama'), which a refusal names."""
     profiles = _profiles(family)
     ranged = [e for e in profiles if e.version_range]
     if not ranged:
         if not newest_release(family):
             what = profiles[0].version or "one profile for every version"
-            raise value_error(f"{family} {release}: {family}'s profile states no releases ({what}); name it without "
-                              f"a release ('{family}')")
+            runs = f"{typed} runs {family}'s profile, which" if typed and key(typed) != key(family) else \
+                f"{family}'s profile"
+            raise value_error(f"{typed or family} {release}: {runs} states no releases ({what}); name it without "
+                              f"a release ('{typed or family}')")
         return profiles[0]
     version = _numbers(release)
     covering = [e for e in ranged if e.covers(version)]
@@ -465,8 +556,8 @@ def _refuse_words(text: str) -> None:
     for name, e in names:
         rest = lowered[len(name):]
         if lowered.startswith(name.lower()) and rest[:1] in (" ", "_", "-") and rest.strip(" _-"):
-            newest = newest_release(_family(e))
-            what = (f"a release number ({e.name} describes {_span(e)})" if newest else
+            states = newest_release(_family(e)) or any(p.version_range for p in _profiles(_family(e)))
+            what = (f"a release number ({e.name} describes {_span(e)})" if states else
                     f"no release: {_family(e)}'s profile states none")
             raise value_error(f"{text.strip()!r}: {text.strip()[len(name):].strip(' _-')!r} is not a release of "
                               f"{_family(e)}; name {what}")
@@ -482,6 +573,8 @@ def engine(name: str | Engine | None = None, gpu: Gpu | None = None) -> Engine:
     if isinstance(name, Engine):
         return name
     text = (name or "").strip() if isinstance(name, str) or name is None else str(name)
+    if any(c.isdigit() and not c.isascii() for c in text):     # the name index drops them: 'vLLM １' would be 'vLLM'
+        raise value_error(f"{text!r}: a release is written in ASCII digits (0-9)")
     try:
         return _index().resolve(text or default_engine_name(gpu))
     except FlopsheetError:

@@ -88,6 +88,8 @@ LIMITS: dict[str, dict[str, numbers.Range]] = {
                     "large_gpu_max_batch": _R(1, 1e7, whole=True), "graph_max_batch": _R(0, 1e7, whole=True),
                     "scheduler_steps": _R(1, 1e4, whole=True),
                     "max_num_tokens": _R(1, 1e10, whole=True), "large_gpu_max_num_tokens": _R(1, 1e10, whole=True),
+                    "huge_gpu_max_num_tokens": _R(1, 1e10, whole=True), "huge_gpu_min_gib": _R(0, 100_000, low_open=True),
+                    "family_graph_max_batch": _R(1, 1e7, whole=True),
                     "layer_overhead_us": _R(0, 1e6), "step_overhead_us": _R(0, 1e7),
                     "sequence_overhead_us": _R(0, 1e6), "eager_moe_layer_us": _R(0, 1e6),
                     "moe_prefill_share": SHARE},

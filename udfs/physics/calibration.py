@@ -113,7 +113,9 @@ TRAINING_GOODPUT = 0.90
 # DeepSeek 67B needs 300.6K on the same cluster: (21 / 172.8) / (67 / 300.6) = 0.545.
 MOE_TRAINING_EFFICIENCY = 0.545
 
-# Serving memory: the share of GPU memory vLLM uses by default (gpu_memory_utilization 0.9).
+# Serving memory: the share of GPU memory vLLM used by default to 0.19.1 (gpu_memory_utilization 0.9; 0.92 from 0.20.0,
+# which the engine profiles hold by release: udfs/data/engines.csv, engine_releases.csv). The simple serving-memory
+# functions (usable_fraction) keep 0.9.
 USABLE_MEMORY_FRACTION = 0.90
 # Serving memory: runtime overhead per GPU (CUDA context, activations workspace, allocator
 # slack) in GiB.
@@ -223,3 +225,13 @@ SAMPLER_PEAK_BYTES = 24
 # divided in place), top_k_mask_logits' masked copy (4, torch.empty_like) and the softmax (4): 14 bytes
 # (flashinfer-python 0.3.0 sampling.py, filter_apply_order "top_k_first"), counted from the source.
 SAMPLER_PEAK_BYTES_FLASHINFER = 14
+# From vLLM 0.17.0 the native top-k / top-p is a Triton kernel that masks the FP32 logits in place
+# (vllm/v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p -> topk_topp_triton.py apply_top_k_top_p_triton: no sort,
+# a scratch buffer of at most one row per SM), read in the vllm 0.17.0, 0.20.0, 0.22.0 and 0.33.0 wheels from PyPI. The
+# same profile run (gpu_model_runner.py _dummy_sampler_run: temperature 0.5, top_p 0.9, top_k vocabulary - 1) then
+# holds, per row x vocabulary entry, the model's 16-bit logits (2), the sampler's FP32 copy (4; temperature divided in
+# place, sampler.py), the softmax (4) and the exponential noise random_sample draws (4; divided into the softmax in
+# place): 14 bytes, counted from the source, not chosen from rows. From 0.22.0 on CUDA FlashInfer's sampler runs first
+# (VLLM_USE_FLASHINFER_SAMPLER default True; top_k_mask_logits' masked copy and the softmax beside the same two logits:
+# 14 bytes too) and the native path is warmed after it; the Triton scratch buffer is not counted.
+SAMPLER_PEAK_BYTES_IN_PLACE = 14

@@ -173,7 +173,7 @@ def _overhead_s(model: Model, gpu: Gpu, eng: Engine, n_gpus: int, tokens: float)
     """Fixed time of a step of `tokens` tokens: per step, per layer (with or without a CUDA graph:
     Engine.layer_us), and a layer pipeline's hand-offs."""
     stages = layout(gpu, eng, n_gpus)[1]      # each stage runs a step per micro-batch
-    fixed = stages * eng.step_overhead_us + model.dim("layers") * eng.layer_us(tokens / stages)
+    fixed = stages * eng.step_overhead_us + model.dim("layers") * eng.layer_us(tokens / stages, gpu)
     if eng.multi_gpu != "tensor" and n_gpus > 1:
         fixed += (n_gpus - 1) * collectives.send_recv_s(_link(gpu, 2), 0) * 1e6   # a hand-off per boundary
     return fixed * 1e-6
@@ -290,8 +290,11 @@ def prefill_compute_s(model: Model, gpu: Gpu, precision: Precision | str, prompt
     at flash attention's."""
     split = _split(eng, n_gpus)
     tp, stages = layout(gpu, eng, n_gpus)
-    work = _prompt_work_s(model, gpu, as_precision(precision), eng, _matmul_params(model), prompt_tokens, batch)
-    return work / split \
+    precision = as_precision(precision)
+    matmul = _product_seconds_per_token(model, _matmul_params(model), precision, _flops(gpu, precision, eng, "prefill"),
+                                        lambda: _flops(gpu, None, eng, "prefill")) * prompt_tokens * batch
+    attention = attention_flops(model, prompt_tokens, batch) / _attention_rate(gpu)
+    return (matmul + attention) / split \
         + (_exchange_s(model, gpu, tp, prompt_tokens * batch, eng) + _stage_hops_s(model, prompt_tokens * batch, stages)) \
         / stages
 
@@ -643,8 +646,10 @@ def profile_run_gib(model: Model, gpu: Gpu, n_gpus: int, eng: Engine) -> float:
     MLP block: the residual and the block's input (2 x hidden) beside the gate-and-up output and its activation
     (3 x the FFN width, 2 x ungated, split over the tensor-parallel GPUs), 16-bit values a token. The sampler runs
     after the forward has freed those (it gets the last token's hidden states only) and runs top-k and top-p on
-    rows x vocabulary entries of cal.SAMPLER_PEAK_BYTES each (PyTorch's sort; cal.SAMPLER_PEAK_BYTES_FLASHINFER where
-    FlashInfer's sampler runs: Engine.flashinfer_sampler), on every GPU: the peak is the larger of the two.
+    rows x vocabulary entries of cal.SAMPLER_PEAK_BYTES each where it sorts (Engine.sampler_sorts: 0.8-0.16), of
+    cal.SAMPLER_PEAK_BYTES_IN_PLACE where it works in place (0.17.0 on), cal.SAMPLER_PEAK_BYTES_FLASHINFER where
+    FlashInfer's sampler runs on a release that sorts otherwise (Engine.flashinfer_sampler: FlashInfer installed in
+    0.8-0.11.0), on every GPU: the peak is the larger of the two.
     0 for engines that size their cache another way (Engine.profile_tokens)."""
     tokens = eng.profile_tokens(gpu)
     if not tokens:
@@ -652,7 +657,8 @@ def profile_run_gib(model: Model, gpu: Gpu, n_gpus: int, eng: Engine) -> float:
     tp = layout(gpu, eng, n_gpus)[0]
     values = 2 * model.dim("hidden") + (3 if model.gated_mlp else 2) * ffn_width(model) / tp
     rows = min(eng.batch_cap(gpu) or tokens, tokens)
-    per_entry = cal.SAMPLER_PEAK_BYTES_FLASHINFER if eng.flashinfer_sampler else cal.SAMPLER_PEAK_BYTES
+    per_entry = (cal.SAMPLER_PEAK_BYTES_FLASHINFER if eng.flashinfer_sampler else
+                 cal.SAMPLER_PEAK_BYTES if eng.sampler_sorts else cal.SAMPLER_PEAK_BYTES_IN_PLACE)
     return max(tokens * values * 2, rows * model.dim("vocab") * per_entry) / GIB
 
 
@@ -799,16 +805,9 @@ def _rank_prompt_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: 
     """One prompt's prefill work that stays on the data-parallel attention rank that admitted it, on one GPU: its
     causal attention and its products outside the routed experts (attention projections, dense layers, shared
     experts, head); its routed experts' products are spread over the group's experts."""
-    return _prompt_work_s(model, gpu, precision, eng, _dense_matmul_params(model), prompt_tokens, 1)
-
-
-def _prompt_work_s(model: Model, gpu: Gpu, precision: Precision, eng: Engine, params: float, prompt_tokens: float,
-                   batch: float) -> float:
-    """Seconds of a prefill's compute on one GPU doing all of it: `params` product parameters a token at the weight
-    format's rate (a checkpoint's 16-bit parts at the 16-bit rate) and causal attention at flash attention's."""
-    products = _product_seconds_per_token(model, params, precision, _flops(gpu, precision, eng, "prefill"),
-                                          lambda: _flops(gpu, None, eng, "prefill"))
-    return products * prompt_tokens * batch + attention_flops(model, prompt_tokens, batch) / _attention_rate(gpu)
+    products = _product_seconds_per_token(model, _dense_matmul_params(model), precision,
+                                          _flops(gpu, precision, eng, "prefill"), lambda: _flops(gpu, None, eng, "prefill"))
+    return products * prompt_tokens + attention_flops(model, prompt_tokens) / _attention_rate(gpu)
 
 
 def _prefill_per_step_s(model: Model, gpu: Gpu, precision: Precision, prompt: float, output: float, n_gpus: int,
@@ -869,13 +868,14 @@ def _graph_cap(args: tuple, batch: int, limited: str, tpot_s) -> tuple[int, str]
     candidates, and a smaller batch meets every latency target the larger one meets. `tpot_s(batch)` is the
     caller's _tpot_s at these args (kept, so the batch kept is not computed again)."""
     gpu, n_gpus, eng = args[1], args[5], args[7]
-    if eng.graph_max_batch is None:
+    graphs = eng.graph_cap(gpu)
+    if graphs is None:
         return batch, limited
 
     def throughput(b: int) -> float:
         return b / tpot_s(b)
 
-    cap = eng.graph_max_batch * layout(gpu, eng, n_gpus)[1]     # per pipeline stage's micro-batch
+    cap = graphs * layout(gpu, eng, n_gpus)[1]     # per pipeline stage's micro-batch
     if cap >= batch or throughput(cap) <= throughput(batch):
         return batch, limited
     return cap, "CUDA-graph cap"

@@ -75,7 +75,7 @@ def serving_memory_gb(model, precision, batch, context, kv_precision, n_gpus, pa
 
 
 USABLE_ENGINE = replace(USABLE, default="", help="Share of GPU memory the engine may use; blank: the engine's own "
-                        "(vLLM 0.9 of all memory; TensorRT-LLM 0.9 of what the weights leave)")
+                        "(vLLM 0.33.0 0.92 of all memory, 0.9 to 0.19.1; TensorRT-LLM 0.9 of what the weights leave)")
 FIT_RULES = ("under the engine's memory rules, the same check every speed, capacity and cost function makes first "
              "(blank engine: " + DEFAULT_ENGINE_TEXT + ")")
 
@@ -112,7 +112,7 @@ def _kv_room(model, gpu, precision, n_gpus, eng) -> float:
 @worksheet("MAX_BATCH", "Sequences of a given context length whose KV cache fits beside the weights " + FIT_RULES
            + " (0 if the model does not fit).", "sequences", "Serving",
            [MODEL, GPU, required(CONTEXT, "Tokens per sequence"), PRECISION, N_GPUS, USABLE_ENGINE, ENGINE],
-           examples=[(("Llama 2 7B", "A100", 4096, "fp16"), 29), (("Llama 2 7B", "A100", 4096, "fp16", 1, "", "vllm"), 28)],
+           examples=[(("Llama 2 7B", "A100", 4096, "fp16"), 29), (("Llama 2 7B", "A100", 4096, "fp16", 1, "", "vllm"), 29)],
            kind="count")
 def max_batch(model, gpu, context, precision, n_gpus, usable_fraction, engine):
     require_own_layout(model)
@@ -123,7 +123,7 @@ def max_batch(model, gpu, context, precision, n_gpus, usable_fraction, engine):
 
 @worksheet("MAX_CONTEXT", "Tokens per sequence that fit for a batch " + FIT_RULES + " (capped at the model's context "
            "length).", "tokens", "Serving", [MODEL, GPU, PRECISION, BATCH, N_GPUS, USABLE_ENGINE, ENGINE],
-           examples=[(("Llama 2 7B", "RTX 4090", "fp16"), 4096), (("Llama 2 7B", "RTX 4090", "fp16", 8, 1, "", "vllm"), 1802)],
+           examples=[(("Llama 2 7B", "RTX 4090", "fp16"), 4096), (("Llama 2 7B", "RTX 4090", "fp16", 8, 1, "", "vllm"), 1930)],
            kind="count")
 def max_context(model, gpu, precision, batch, n_gpus, usable_fraction, engine):
     require_own_layout(model)

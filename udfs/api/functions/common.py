@@ -53,10 +53,11 @@ HEADROOM = Arg("headroom", "number", "Burst headroom on top of the average traff
                default=defaults.HEADROOM, min=0)
 ENGINE = Arg("engine", "engine", "Inference engine: vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp, MLC-LLM, ExLlamaV2, "
              "transformers or DeepSpeed (names matched loosely: \"trtllm\", \"llamacpp\", \"hf\"; a version picks "
-             "its profile: \"vLLM 0.5\" or \"vllm-v0\" is vLLM's V0 engine; a release the named profile does not "
+             "its profile: \"vLLM 0.5.4\" or \"vllm-v0\" is vLLM's V0 engine; a release is three or four numbers "
+             "(\"vLLM 0.10\" names a series, whose releases differ: #VALUE!); a release the named profile does not "
              "describe, or newer than the engine's newest, is #VALUE!). Blank: "
              f"{DEFAULT_ENGINE_TEXT}", default="")
-USABLE = Arg("usable_fraction", "number", "Share of GPU memory the server may use (vLLM's default 0.9)", "fraction",
+USABLE = Arg("usable_fraction", "number", "Share of GPU memory the server may use (vLLM's default to 0.19.1: 0.9)", "fraction",
              default=cal.USABLE_MEMORY_FRACTION, min=0, min_open=True, max=1)
 
 SEQ_LEN = Arg("seq_len", "number", "Tokens per sequence", "tokens", default=defaults.SEQ_LEN, min=1)

@@ -39,7 +39,7 @@ def _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot
            "GPUs together), at the largest batch that fits and meets the latency target. " + HOW + " estimate = "
            "low / high: the throughput at the P90 / P10 of its regime's measured error (ESTIMATE_EVIDENCE).",
            "tokens/s (total)", "Serving", SERVING_ARGS + [ESTIMATE],
-           examples=[(EXAMPLE, 8980.7), (EXAMPLE + (1, 10), 7333.9), (EXAMPLE + (1, "", "vllm"), 5058.4)], kind="rate")
+           examples=[(EXAMPLE, 8980.7), (EXAMPLE + (1, 10), 7333.9), (EXAMPLE + (1, "", "vllm"), 5090.7)], kind="rate")
 def serving_throughput(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
                        kv_precision, estimate):
     tokens_per_sec = _point(model, gpu, precision, prompt_tokens, output_tokens, n_gpus, max_tpot_ms, engine,
