@@ -596,6 +596,26 @@ def fitted_out_of_fold(cases: list[Case]) -> dict[Fitted, Callable[[str], float]
                                    lambda train, fit=fit: choose(fit, train)) for fit in FITTED}
 
 
+def leave_one_model_out(cases: list[Case]) -> list[str]:
+    """Each constant chosen from rows of several models, re-chosen without one model's rows and scored on them: how
+    it transfers to a model it never saw (the k-fold deal splits a model's rows, near-duplicate sweeps among them)."""
+    lines = []
+    for fit in FITTED:
+        pool = [c for c in cases if fit.selects(c)]
+        models = sorted({c.model.name for c in pool})
+        if len(models) < 2:
+            continue
+        parts, errors = [], []
+        for name in models:
+            value = choose(fit, [c for c in pool if c.model.name != name])
+            own = [abs(estimate(c, with_value(c.engine, fit, value)) / c.measured - 1) for c in pool if c.model.name == name]
+            errors += own
+            parts.append(f"{name} {value:.4g} -> {statistics.median(own):.1%} over {len(own)}")
+        lines.append(f"{fit.label} {fit.field}, leaving one model out (chosen without a model's rows, scored on "
+                     f"them): {'; '.join(parts)}; the {len(errors)} rows {statistics.median(errors):.1%}")
+    return lines
+
+
 def pools(cases: list[Case]) -> list[tuple[Fitted, int]]:
     """Each fitted constant and the number of rows its rule chooses from."""
     return [(fit, sum(fit.selects(c) for c in cases)) for fit in FITTED]

@@ -4,6 +4,7 @@ three targets, and the published report (docs/accuracy-report.txt) is the tool's
 from collections import Counter
 from pathlib import Path
 
+import re
 import pytest
 
 from benchmarks import accuracy
@@ -290,6 +291,9 @@ def _targets_table() -> str:
 # cited in: rows, inn / out (median |error| in / out of sample), least / most (signed out of sample), p10 / p90 (the
 # signed out-of-sample error's), over.
 TABLE_FIGURES = [
+    (("cited", "every inference row"), "{out:.1%} out of sample over {rows} rows ({inn:.1%} in sample)"),
+    (("cited", "every inference row, bursts left out"), "without the bursts {out:.1%} over {rows}"),
+    (("fixed_batch", "architecture", "MoE"), "against {out:.1%} with folds dealt by row"),
     (("max_throughput", "all", ""), "{out:.1%} out of sample over {rows} rows ({inn:.1%} in sample)"),
     (("max_throughput", "architecture", "dense"), "dense {out:.1%} over {rows}"),
     (("max_throughput", "architecture", "MoE"), "the {rows} MoE rows, {out:.1%}"),
@@ -298,6 +302,9 @@ TABLE_FIGURES = [
     (("max_throughput", "engine", "vLLM V0"), "vLLM V0 {out:.1%} ({rows})"),
     (("cited", "max_throughput, TensorRT-LLM, dense"), "(dense {out:.1%} over {rows})"),
     (("cited", "bursts"), "{out:.1%} over {rows} rows"),
+    (("fixed_batch", "vendor", "AMD"), "AMD over every model {out:.1%} over {rows}"),
+    (("cited", "MoE, gpt-oss-120b first token in flight"), "{out:.1%} off out of sample ({inn:.1%} in sample;"),
+    (("cited", "MoE, gpt-oss-120b first token in flight"), "{over} too long ({least:+.1%} to {most:+.1%})"),
     (("cited", "bursts"), "{over} of them too fast"),
     (("burst", "vendor", "NVIDIA"), "NVIDIA's {rows}: {out:.1%}"),
     (("burst", "vendor", "AMD"), "AMD's {rows} MI300X rows {out:.0%}"),
@@ -390,6 +397,13 @@ def test_the_targets_table_states_each_figure_as_the_report_finds_it(report):
     near, far = [e for e in errors if abs(e) <= 0.08], [e for e in errors if abs(e) > 0.08]
     assert (f"{len(near)} of them within 8%: {', '.join(f'{e:+.1%}' for e in near)}; the other {len(far)} "
             f"{far[0]:+.1%} to {far[-1]:+.1%}") in table
+    # MoE's fitted layer time leaving one model out (the report's line): each model's value and score, and the pool's
+    line = next(b for b in report.baselines if b.startswith("every engine moe_layer_us, leaving one model out"))
+    for model in ("gpt-oss-120b", "DeepSeek-R1"):
+        value, score, rows = re.search(rf"{model} ([\d.]+) -> ([\d.]+%) over (\d+)", line).groups()
+        assert f"{model} {float(value):.1f} µs, {score} over its {rows} rows" in table, (model, line)
+    pool, score = re.search(r"the (\d+) rows ([\d.]+%)$", line).groups()
+    assert f"its {pool} rows together {score} leaving one model out" in table, line
 
 
 def test_the_vllm_kv_budget_by_hand():

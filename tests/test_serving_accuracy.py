@@ -95,6 +95,8 @@ def test_moe_rows_meet_issue_20s_moe_target(evaluated):
     moe = [r for r in results if r.case.model.is_moe]
     assert len(moe) >= 500 and {"burst", "fixed_batch", "prefill", "max_throughput"} <= {r.case.metric for r in moe}
     assert statistics.median(abs(r.out_of_sample) for r in moe) <= MOE_TARGET
+    # without the first tokens, whose 150 gpt-oss-120b rows hold vLLM's MoE prefill share's pool: the step still meets it
+    assert statistics.median(abs(r.out_of_sample) for r in moe if r.case.metric != "prefill") <= MOE_TARGET
 
 
 def test_every_row_with_a_catalogued_gpu_and_model_has_an_estimate(evaluated):

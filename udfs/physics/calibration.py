@@ -203,7 +203,9 @@ MOE_ROUTING_PASSES = 4
 # CHOSEN FROM ROWS, no source times it: the value making the median log error zero over the MoE rows at a stated
 # concurrency (SemiAnalysis InferenceX's DeepSeek-R1 on SGLang and TensorRT-LLM and gpt-oss-120b on vLLM and
 # TensorRT-LLM, 1-128 in flight; trtllm-bench's DeepSeek-R1; 270 rows), re-chosen within folds and scored out of
-# sample (benchmarks/serving_accuracy.py FITTED, engine "any"; an engine profile may set its own, Engine.moe_layer_us).
+# sample (benchmarks/serving_accuracy.py FITTED, "every engine"; Engine.moe_layer_us carries the harness's
+# within-fold value, no engines.csv column sets it). Leaving one model out it does not transfer: chosen without
+# gpt-oss-120b 75.5 us, from gpt-oss-120b alone 21.8 us (the accuracy report's "leaving one model out" line).
 # The rows left for the experts by the rest of the step grow at about the engines' weight bandwidth with the
 # touched bytes and carry an intercept of about this size per MoE layer (docs/accuracy.md, "MoE experts as grouped
 # kernels").
