@@ -106,6 +106,7 @@ class Case:
     max_tpot_ms: float | None = None
     max_ttft_ms: float | None = None
     system: bool = False  # a whole system's result (MLPerf): its GPUs may run several model copies
+    copy: int = 0         # GPUs in one model copy as the system's configuration states it (_stated_copy); 0: not stated
     continuous: bool = False  # a fixed number of requests in flight under continuous batching
     kv: str | None = None     # the KV-cache format the row records ("KV cache FP8"); None: the engine's default
     rate: float | None = None  # requests/s of a time-to-first-token row measured at a stated load
@@ -272,8 +273,13 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
         if burst:
             note = "; ".join(filter(None, [note, f"a burst of {burst.group(1)} requests run to the last answer "
                                                  f"(udfs/physics/batch_run.py): {how}"]))
+        system = "mlperf" in metric_text
+        copy = _stated_copy(row["note"], n_gpus) if system else 0
+        if copy:
+            note = "; ".join(filter(None, [note, f"scored as copies of {copy} GPUs, the "
+                                                 f"tensor_parallelism its configuration states"]))
         return Case("burst" if burst else "max_throughput", batch=0, prompt=prompt or 1, output=output or 1,
-                    measured=_total(value, row, n_gpus), unit="tokens/s", note=note, system="mlperf" in metric_text,
+                    measured=_total(value, row, n_gpus), unit="tokens/s", note=note, system=system, copy=copy,
                     max_tpot_ms=tpot, max_ttft_ms=ttft, burst=int(burst.group(1)) if burst else 0,
                     answer_cap=cap, **common)
     continuous = "concurren" in batch_text + metric_text
@@ -287,6 +293,15 @@ def parse(ref: str, row: dict[str, str]) -> Case | str:
         note = "; ".join(filter(None, [note, "a fixed number of requests in flight: continuous batching at that batch"]))
     return Case("fixed_batch", batch=batch, prompt=prompt or 1, output=output or 1,
                 measured=_total(value, row, n_gpus), unit="tokens/s", note=note, continuous=continuous, **common)
+
+
+def _stated_copy(note: str, n_gpus: int) -> int:
+    """The GPUs of one model copy a system result's configuration states ("tensor_parallelism 8": the
+    `llm_fields.tensor_parallelism` of NVIDIA's and HPE's MLPerf configs, which the row's note quotes), where it
+    divides the system's GPUs; 0 where not stated (the row is then scored as its best split, best_split)."""
+    match = re.search(r"tensor_parallelism (\d+)", note or "")
+    copy = int(match.group(1)) if match else 0
+    return copy if copy and n_gpus % copy == 0 else 0
 
 
 def _stated(eng: engines.Engine, note: str) -> tuple[engines.Engine, str]:
@@ -414,10 +429,10 @@ def max_throughput(case: Case, eng: engines.Engine) -> float:
 
 def best_split(case: Case, eng: engines.Engine) -> tuple[float, int]:
     """(output tokens/s, GPUs a copy) of the row's GPUs at the largest batch: a system result (MLPerf) is
-    the best split of its GPUs into model copies, copies x the throughput of a tensor-parallel group that
-    divides them; any other row is one copy on all its GPUs."""
+    copies x the throughput of one copy, of the GPUs its configuration states (Case.copy) or else of the
+    tensor-parallel group that divides them best; any other row is one copy on all its GPUs."""
     m, g, p, n = case.model, case.gpu, case.precision, case.n_gpus
-    groups = [t for t in capacity.TP_CHOICES if n % t == 0] if case.system else [n]
+    groups = [case.copy] if case.copy else [t for t in capacity.TP_CHOICES if n % t == 0] if case.system else [n]
     best, error = (0.0, n), None
     for t in groups:
         try:

@@ -397,6 +397,20 @@ def test_a_row_is_scored_with_the_engine_settings_its_note_states(evaluated):
                          r.case.engine.memory_fraction == profile.memory_fraction for r in plain)
 
 
+def test_a_system_row_is_scored_on_the_copies_its_configuration_states(evaluated):
+    """An MLPerf system whose note quotes its configuration's `tensor_parallelism N` (NVIDIA's and HPE's configs) is
+    scored as copies of N GPUs, not as the best split of its GPUs (which for DeepSeek-R1 is copies of 4, a layout
+    NVIDIA did not run); a system that states none keeps the best split."""
+    results, _, _ = evaluated
+    stated = [r for r in results if r.case.system and re.search(r"tensor_parallelism \d+", _note(r))]
+    assert stated
+    for r in stated:
+        n = int(re.search(r"tensor_parallelism (\d+)", _note(r)).group(1))
+        assert r.case.copy == n and acc.copy_gpus(r.case) == n, r.case.label
+    assert any(acc.best_split(replace(r.case, copy=0), r.case.engine)[1] != r.case.copy for r in stated)
+    assert all(r.case.copy == 0 for r in results if r.case.system and r not in stated)
+
+
 def _note(result) -> str:
     """The measured row's note cell."""
     return _measured_rows()[result.case.ref]["note"]
