@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from udfs.physics import batch_run, capacity  # noqa: E402
+from udfs.physics import arch, batch_run, capacity, collectives, defaults, moe, queueing, serving, shape  # noqa: E402
 from udfs.physics import calibration as cal  # noqa: E402
 from udfs.physics.shape import moe_layer_count  # noqa: E402
 from udfs.catalogs import catalog, engines  # noqa: E402
@@ -393,8 +393,36 @@ def safe_parse(ref: str, row: dict[str, str]) -> Case | str:
 
 # ---------------------------------------------------------------------------- estimates
 
+# Estimates already made in this process, by (case, engine): the report re-chooses each fitted constant within
+# every fold (a bisection over the pool's rows), and the tests score the same rows again in several modules. An
+# estimate is a function of its case, its engine and the world below; the memo is emptied when that world changes
+# (a catalog reloaded, a constant or a physics function replaced), so it never serves a figure the code would not
+# compute now. In this process only: nothing is written to disk.
+_MEMO: dict[tuple[Case, engines.Engine], float] = {}
+_MEMO_WORLD: list[tuple] = []
+_PHYSICS = (arch, batch_run, capacity, cal, collectives, defaults, moe, queueing, serving, shape)
+
+
+def _world() -> tuple:
+    """What an estimate reads besides its case and engine: the loaded catalog and engine rows, and every name the
+    serving physics modules hold (constants and functions, compared by value or identity)."""
+    return (catalog.gpus(), catalog.models(), engines.engines(), engines.moe_kernels(),
+            tuple(tuple(vars(module).values()) for module in _PHYSICS))
+
+
 def estimate(case: Case, eng: engines.Engine) -> float:
-    """The engine's estimate of the case's measured figure, in the case's unit."""
+    """The engine's estimate of the case's measured figure, in the case's unit (made once a process: _MEMO)."""
+    world = _world()
+    if _MEMO_WORLD != [world]:
+        _MEMO.clear()
+        _MEMO_WORLD[:] = [world]
+    key = (case, eng)
+    if key not in _MEMO:
+        _MEMO[key] = _estimate(case, eng)
+    return _MEMO[key]
+
+
+def _estimate(case: Case, eng: engines.Engine) -> float:
     m, g, p, n = case.model, case.gpu, case.precision, case.n_gpus
     if case.metric == "decode_b1":
         return 1 / capacity.decode_step(m, g, p, 1, case.prompt + case.output / 2, n, case.kv, eng).total
@@ -516,8 +544,8 @@ class Fitted:
             return case.metric == "decode_b1" and case.engine.bandwidth_field(case.gpu) == self.field
         if self.field == "layer_overhead_us":
             return case.metric == "decode_b1"
-        if self.field == "sequence_overhead_us":             # per running sequence: rows of many sequences
-            return case.metric in ("fixed_batch", "max_throughput", "burst")
+        if self.field == "sequence_overhead_us":             # per running sequence: steady rows of many sequences
+            return case.metric in ("fixed_batch", "max_throughput")     # (a burst's run is not the rule's pool)
         if self.field.startswith("matmul_fraction_"):      # batches of hundreds: the products bound the step
             return case.metric in ("fixed_batch", "max_throughput", "burst")
         if self.field == "moe_prefill_share":              # a MoE model's first token at the fewest in flight its

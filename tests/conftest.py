@@ -9,6 +9,14 @@ def registry():
     return udfs.functions()
 
 
+@pytest.fixture(scope="session")
+def accuracy_report():
+    """The accuracy report over the shipped measured rows (benchmarks/accuracy.run), made once a test run: several
+    modules check it, and making it takes minutes (every fitted constant re-chosen within each fold)."""
+    from benchmarks import accuracy
+    return accuracy.run(accuracy.default_measured_dir())
+
+
 @pytest.fixture
 def private_catalog(tmp_path, monkeypatch):
     """A private catalog folder (FLOPSHEET_CATALOG): `use(file, text)` writes one of its CSV files and

@@ -15,8 +15,8 @@ FILES = ("inference_measured.csv", "training_measured.csv", "memory_measured.csv
 
 
 @pytest.fixture(scope="module")
-def report():
-    return accuracy.run(DIRECTORY)
+def report(accuracy_report):
+    return accuracy_report
 
 
 def test_decode_batch1_median_within_10_percent(report):

@@ -139,10 +139,10 @@ def test_relative_links_resolve(page):
         assert (page.parent / path).exists(), f"{page.name}: broken link {target}"
 
 
-def test_readme_accuracy_figures_are_the_reports():
+def test_readme_accuracy_figures_are_the_reports(accuracy_report):
     """The README's accuracy table is the report's out-of-sample figures by metric and regime, and
     its prose states the folds the report uses."""
-    report = accuracy.run(accuracy.default_measured_dir())
+    report = accuracy_report
     assert accuracy.readme_block(README) == accuracy.readme_table(report), (
         "stale: run `python benchmarks/accuracy.py --write-docs`")
     prose = README.replace("\n", " ")

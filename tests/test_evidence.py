@@ -19,8 +19,8 @@ SHIPPED = ROOT / "udfs" / "data" / evidence.FILE
 
 
 @pytest.fixture(scope="module")
-def report():
-    return accuracy.run(accuracy.default_measured_dir())
+def report(accuracy_report):
+    return accuracy_report
 
 
 def width(ev: evidence.Evidence) -> float:

@@ -90,8 +90,8 @@ def test_a_training_row_never_scores_itself():
     assert any(after[key] != pytest.approx(before[key]) for key in before if key[1] not in own)
 
 
-def test_the_report_states_k_and_the_seed():
-    report = accuracy.run(DIRECTORY)
+def test_the_report_states_k_and_the_seed(accuracy_report):
+    report = accuracy_report
     text = accuracy.format_report(report)
     assert f"k = {folds.K} (seed {folds.SEED}" in text
     assert report.pools

@@ -294,6 +294,32 @@ def test_a_burst_gains_with_its_requests_towards_the_steady_state(evaluated):
     assert speeds[-1] < largest.tokens_per_sec * 1.01
 
 
+def test_no_constant_is_chosen_from_a_burst(evaluated):
+    """A burst's run (its ramp, its tail, the client's admission) is no steady state a fitted rule describes: no rule
+    chooses from a burst (V0's time a sequence from its steady rows only, docs/accuracy.md), so every burst scores
+    every constant out of sample, with the value the package ships."""
+    results, _, _ = evaluated
+    bursts = [r for r in results if r.case.burst]
+    assert len(bursts) >= 70 and any(r.case.engine.name == "vLLM V0" for r in bursts)
+    assert not [r.case.ref for r in bursts if any(f.selects(r.case) for f in acc.FITTED)]
+    assert all(r.in_sample == pytest.approx(r.out_of_sample, abs=1e-12) for r in bursts)
+
+
+# vLLM ran its V0 engine on ROCm unless VLLM_USE_V1=1 was set until PR #19440 (merged 2025-06-10: ROCm joined the
+# platforms using V1 by default; vllm/engine/arg_utils.py _is_v1_supported_oracle fell back to V0 on any platform but
+# CUDA and TPU before it).
+ROCM_V1_DEFAULT_FROM = "2025-06-10"
+
+
+def test_a_vllm_row_on_rocm_before_v1_became_its_default_is_scored_as_v0(evaluated):
+    results, _, _ = evaluated
+    dated = [(r, re.search(r"as_of (\d{4}-\d{2}-\d{2})", _source(r))) for r in results
+             if r.case.gpu.vendor == "AMD" and (r.case.engine.family or r.case.engine.name) == "vLLM"]
+    early = [r for r, when in dated if when and when.group(1) < ROCM_V1_DEFAULT_FROM]
+    assert len(early) >= 5
+    assert not [r.case.ref for r in early if not r.case.engine.name.startswith("vLLM V0")]
+
+
 @functools.lru_cache(maxsize=1)
 def _measured_rows() -> dict[str, dict[str, str]]:
     """The measured rows by the reference the tool gives them (its own reader: no line arithmetic)."""

@@ -28,8 +28,9 @@ def rows():
 
 
 @pytest.fixture(scope="module")
-def report():
-    return accuracy.run(DIRECTORY)
+def report(accuracy_report):
+    assert DIRECTORY == accuracy.default_measured_dir()
+    return accuracy_report
 
 
 def test_shipped_table_is_the_rule_applied_to_the_measured_rows():

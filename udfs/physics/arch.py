@@ -45,7 +45,7 @@ def kept_params(model: Model, precision: Precision | str) -> float:
 def kept_streamed(model: Model, precision: Precision | str) -> float:
     """Of `kept_params`, those a decode step reads: all but an untied input embedding (a row lookup)."""
     kept = kept_params(model, precision)
-    lookup = model.input_embedding_params if "embeddings" in model.quant_keep and not model.tied_embeddings else 0
+    lookup = lookup_params(model) if "embeddings" in model.quant_keep else 0
     return kept - lookup if kept else 0.0
 
 
@@ -57,7 +57,13 @@ def kept_extra_bytes(precision: Precision | str) -> float:
 def matmul_params(model: Model) -> float:
     """Parameters a token multiplies in matrix products: the active ones less an untied input embedding, a row
     lookup (for MoE what its authors count as active: moe.active_params)."""
-    return model.active - (0 if model.tied_embeddings else model.input_embedding_params)
+    return model.active - lookup_params(model)
+
+
+def lookup_params(model: Model) -> float:
+    """Parameters of the input embedding read as a row lookup, not a matrix: all of it unless tied to the output
+    head (whose matrix is then read)."""
+    return 0 if model.tied_embeddings else model.input_embedding_params
 
 
 def weight_bytes(model: Model, precision: Precision | str) -> float:

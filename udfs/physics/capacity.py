@@ -290,11 +290,8 @@ def prefill_compute_s(model: Model, gpu: Gpu, precision: Precision | str, prompt
     at flash attention's."""
     split = _split(eng, n_gpus)
     tp, stages = layout(gpu, eng, n_gpus)
-    precision = as_precision(precision)
-    matmul = _product_seconds_per_token(model, _matmul_params(model), precision, _flops(gpu, precision, eng, "prefill"),
-                                        lambda: _flops(gpu, None, eng, "prefill")) * prompt_tokens * batch
-    attention = attention_flops(model, prompt_tokens, batch) / _attention_rate(gpu)
-    return (matmul + attention) / split \
+    work = _prompt_work_s(model, gpu, as_precision(precision), eng, _matmul_params(model), prompt_tokens, batch)
+    return work / split \
         + (_exchange_s(model, gpu, tp, prompt_tokens * batch, eng) + _stage_hops_s(model, prompt_tokens * batch, stages)) \
         / stages
 
@@ -805,9 +802,16 @@ def _rank_prompt_s(model: Model, gpu: Gpu, precision: Precision, prompt_tokens: 
     """One prompt's prefill work that stays on the data-parallel attention rank that admitted it, on one GPU: its
     causal attention and its products outside the routed experts (attention projections, dense layers, shared
     experts, head); its routed experts' products are spread over the group's experts."""
-    products = _product_seconds_per_token(model, _dense_matmul_params(model), precision,
-                                          _flops(gpu, precision, eng, "prefill"), lambda: _flops(gpu, None, eng, "prefill"))
-    return products * prompt_tokens + attention_flops(model, prompt_tokens) / _attention_rate(gpu)
+    return _prompt_work_s(model, gpu, precision, eng, _dense_matmul_params(model), prompt_tokens, 1)
+
+
+def _prompt_work_s(model: Model, gpu: Gpu, precision: Precision, eng: Engine, params: float, prompt_tokens: float,
+                   batch: float) -> float:
+    """Seconds of a prefill's compute on one GPU doing all of it: `params` product parameters a token at the weight
+    format's rate (a checkpoint's 16-bit parts at the 16-bit rate) and causal attention at flash attention's."""
+    products = _product_seconds_per_token(model, params, precision, _flops(gpu, precision, eng, "prefill"),
+                                          lambda: _flops(gpu, None, eng, "prefill"))
+    return products * prompt_tokens * batch + attention_flops(model, prompt_tokens, batch) / _attention_rate(gpu)
 
 
 def _prefill_per_step_s(model: Model, gpu: Gpu, precision: Precision, prompt: float, output: float, n_gpus: int,

@@ -31,7 +31,7 @@ def streamed_params(model: Model, batch: float) -> float:
     output head. For mixture-of-experts, only the experts the batch routes to are read:
     with E experts and k per token, a batch touches E x (1 - (1 - k/E)^batch) of them
     (moe.touched_experts)."""
-    params = model.total_params - (0 if model.tied_embeddings else model.input_embedding_params)
+    params = model.total_params - arch.lookup_params(model)
     per_expert, experts, k = moe.routed(model)
     if per_expert:
         params -= (experts - moe.touched_experts(experts, k, batch)) * per_expert
