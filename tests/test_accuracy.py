@@ -406,22 +406,26 @@ def test_the_targets_table_states_each_figure_as_the_report_finds_it(report):
     assert f"its {pool} rows together {score} leaving one model out" in table, line
 
 
-def test_the_vllm_kv_budget_by_hand():
+@pytest.mark.parametrize("name, share, sampler_bytes", [
+    ("vLLM 0.11.0", 0.9, 2 + 4 + 4 + 8 + 4 + 1 + 1),   # sorts: 16-bit logits, FP32 copy, sorted values, int64 indices,
+    ("vLLM", 0.92, 14),                               # softmax, two masks; 0.33.0 (the default) works in place
+])
+def test_the_vllm_kv_budget_by_hand(name, share, sampler_bytes):
     """Llama 3.1 8B in BF16 on one H100 under vLLM's defaults, worked by hand: 79.22 GiB (the total CUDA reports, as
-    vLLM's own log prints it: vLLM PR #10511) x 0.9 (gpu_memory_utilization)
+    vLLM's own log prints it: vLLM PR #10511) x gpu_memory_utilization (0.90 to 0.19, 0.92 from 0.20)
     - 8,030,261,248 weights x 2 B - the profile run's peak, the larger of its forward (8,192 tokens x (2 x 4,096 +
-    3 x 14,336) 16-bit values) and its sampler's top-k / top-p on 1,024 rows x 128,256 (16-bit logits 2 B, FP32
-    copy 4, sorted values 4 and int64 indices 8, softmax 4, two masks 1 + 1) - the flat 1.5 GiB reserve."""
+    3 x 14,336) 16-bit values) and its sampler's top-k / top-p on 1,024 rows x 128,256 (0.11.0 sorts: 24 bytes a
+    row x vocabulary entry; 0.33.0 in place: 14, udfs/data/engine_releases.csv) - the flat 1.5 GiB reserve."""
     from udfs.catalogs import engines, resolve
     from udfs.physics import capacity
     gpu = resolve.gpu("H100 SXM 80GB")
-    eng = engines.engine("vLLM", gpu)
+    eng = engines.engine(name, gpu)
     assert (eng.memory_fraction, eng.profile_tokens(gpu), eng.batch_cap(gpu), eng.activation_reserve_gib) \
-        == (0.9, 8192, 1024, 1.5)
+        == (share, 8192, 1024, 1.5)
     gib = 2 ** 30
-    profile = max(8192 * (2 * 4096 + 3 * 14336) * 2, 1024 * 128256 * (2 + 4 + 4 + 8 + 4 + 1 + 1)) / gib
+    profile = max(8192 * (2 * 4096 + 3 * 14336) * 2, 1024 * 128256 * sampler_bytes) / gib
     assert gpu.memory_gib == 79.22
-    expected = 79.22 * 0.9 - 8_030_261_248 * 2 / gib - profile - 1.5
+    expected = 79.22 * share - 8_030_261_248 * 2 / gib - profile - 1.5
     assert capacity.kv_budget_gib(resolve.model("Llama 3.1 8B"), gpu, "bf16", 1, eng) == pytest.approx(expected, rel=1e-12)
 
 

@@ -183,7 +183,8 @@ def engines_sheet(book: Book):
     for i, bits in enumerate(MATMUL_BITS):
         ws.cell(row=bits_row, column=first_mm + i, value=bits)
     book.define("Eng_matmul_bits", f"'{ENGINES}'!${col(first_mm)}${bits_row}:${col(first_mm + 2)}${bits_row}")
-    st.set_widths(ws, {"A": 16, **{col(i): 8 for i in range(2, len(ENGINE_COLUMNS) + 2)},
+    # 7.5 a value column: the profiles' 30-odd columns print on one page wide at 8 pt (tests/test_finance_reader.py)
+    st.set_widths(ws, {"A": 16, **{col(i): 7.5 for i in range(2, len(ENGINE_COLUMNS) + 2)},
                        col(len(ENGINE_COLUMNS) + 2): 20})
     ws.row_dimensions[2].height = 75
     ws.freeze_panes = "B3"
