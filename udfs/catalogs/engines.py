@@ -105,7 +105,8 @@ class Engine:
     newest_release: str = ""
     # vLLM's sampler runs FlashInfer's top-k / top-p (FlashInfer installed: capacity.profile_run_gib counts its
     # start-up sampler at cal.SAMPLER_PEAK_BYTES_FLASHINFER). Blank (off) in every packaged row, as a PyPI install of
-    # the releases read (0.10.2, 0.11.0) carries no FlashInfer; a private row or a measured row's note turns it on.
+    # the releases read (0.10.2, 0.11.0) carries no FlashInfer; only a measured row's note turns it on
+    # (benchmarks/serving_accuracy._stated): engines.csv has no column for it, so no worksheet or private row can.
     flashinfer_sampler: bool = False
     # Host time per MoE layer of a prefill pass run without CUDA graphs (its Python and kernel launches, the MoE
     # layer's host syncs; capacity._prefill_s): blank (0) where not measured. SGLang's is chosen from DeepSeek-R1
