@@ -406,6 +406,27 @@ def test_the_targets_table_states_each_figure_as_the_report_finds_it(report):
     assert f"its {pool} rows together {score} leaving one model out" in table, line
 
 
+# Issue 20's inference targets: the median absolute error out of sample over every row of the metric, MoE rows
+# included (the breakdown's "all" line, or a group the report prints for the targets table).
+ISSUE_20_TARGETS = [
+    (("cited", "every inference row"), 0.12),
+    (("max_throughput", "all", ""), 0.12),
+    (("decode_b1", "all", ""), 0.12),
+    (("prefill", "all", ""), 0.15),
+    (("cited", "MoE, every serving metric"), 0.25),
+    (("cited", "served by vLLM, SGLang or TGI, every metric, MoE too"), 0.25),
+]
+
+
+@pytest.mark.parametrize("key, target", ISSUE_20_TARGETS, ids=[" ".join(k).strip() for k, _ in ISSUE_20_TARGETS])
+def test_issue_20_inference_targets_hold_out_of_sample(report, key, target):
+    if key[0] == "cited":
+        group = accuracy.group_of(accuracy.cited_groups(report)[key[1]])
+    else:
+        group = {(d, v): g for d, v, g in accuracy.breakdown(report, key[0])}[key[1:]]
+    assert group is not None and group.outside <= target, (key, group)
+
+
 @pytest.mark.parametrize("name, share, sampler_bytes", [
     ("vLLM 0.11.0", 0.9, 2 + 4 + 4 + 8 + 4 + 1 + 1),   # sorts: 16-bit logits, FP32 copy, sorted values, int64 indices,
     ("vLLM", 0.92, 14),                               # softmax, two masks; 0.33.0 (the default) works in place

@@ -156,7 +156,7 @@ def test_the_pessimistic_end_of_a_throughput_is_more_gpus_and_more_cost():
     assert cost[2] == pytest.approx(cost[0] * tps[0] / tps[1])            # high cost: at that low throughput
     gpus = _three("GPUS_FOR_TRAFFIC", "Llama 3.3 70B", "MI355X", 1000, 2048, 512, 50, "", "bf16", "", "", 0.2,
                   "gpus")
-    assert gpus[1] < gpus[0] < gpus[2]
+    assert gpus[1] <= gpus[0] < gpus[2]     # the optimistic end may round to the same whole GPUs (band P10 -3%)
 
 
 def test_unmeasured_ranges_are_wider_than_measured_ones():
