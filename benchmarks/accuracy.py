@@ -41,6 +41,10 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:      # serving_accuracy imports this module's row matching: imported where used
+    from benchmarks.serving_accuracy import Case
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))   # run as a script from a checkout
@@ -233,12 +237,24 @@ def label(ref: str, row: dict[str, str], *keys: str) -> str:
 
 # ---------------------------------------------------------------------------- inference
 
-def compare_inference(directory: Path) -> tuple[list[Comparison], list[Skip]]:
-    """Every inference row, scored by the serving model (benchmarks/serving_accuracy.py)."""
+def read_inference(directory: Path) -> list[Case | str] | None:
+    """inference_measured.csv as benchmarks/serving_accuracy.py parses it (parse_all: each row a case, or why it cannot
+    be scored), read once a run; None where the directory has no such file."""
     from benchmarks import serving_accuracy as serving_acc
     if not (directory / "inference_measured.csv").exists():
+        return None
+    return serving_acc.parse_all(directory)
+
+
+def compare_inference(directory: Path, inference_read: list[Case | str] | None = None
+                      ) -> tuple[list[Comparison], list[Skip]]:
+    """Every inference row, scored by the serving model (benchmarks/serving_accuracy.py; `inference_read`: the file
+    already read, read_inference)."""
+    from benchmarks import serving_accuracy as serving_acc
+    parsed = read_inference(directory) if inference_read is None else inference_read
+    if parsed is None:
         return [], []
-    results, fit_rows, skipped = serving_acc.evaluate(directory)
+    results, fit_rows, skipped = serving_acc.evaluate(directory, parsed)
     out = [Comparison(r.case.metric, r.case.label + f" | {r.case.prompt:g}/{r.case.output:g}", r.case.measured,
                       r.estimate, r.case.unit, r.case.note, r.estimate_out, _case_config(r.case),
                       None if r.worksheet is None or r.worksheet_out is None else (r.worksheet, r.worksheet_out))
@@ -1043,25 +1059,28 @@ def read_training(directory: Path) -> tuple[list[TrainingRow], list[Skip]]:
 
 
 def run(directory: Path, training_read: tuple[list[TrainingRow], list[Skip]] | None = None) -> Report:
-    """The report over every measured file (`training_read`: training_measured.csv already read, read_training)."""
+    """The report over every measured file (`training_read`: training_measured.csv already read, read_training;
+    inference_measured.csv is read and parsed once here, read_inference, for every part that scores its rows)."""
     found, skipped_training = training_read or read_training(directory)
-    comparisons, skipped = compare_inference(directory)
+    inference_read = read_inference(directory)
+    comparisons, skipped = compare_inference(directory, inference_read)
     comparisons += compare_training(found)
     skipped += skipped_training
     for name, compare in (("memory_measured.csv", compare_memory), ("lora_time_measured.csv", compare_lora_time)):
         more, left = compare(read_rows(directory, name))
         comparisons += more
         skipped += left
-    return Report(comparisons, skipped, constant_pools(directory, found),
+    return Report(comparisons, skipped, constant_pools(directory, found, inference_read),
                   size_class_baseline(found, comparisons) + [leave_one_source_out(found)]
-                  + _serving_one_model_out(directory))
+                  + _serving_one_model_out(directory, inference_read))
 
 
-def _serving_one_model_out(directory: Path) -> list[str]:
+def _serving_one_model_out(directory: Path, inference_read: list[Case | str] | None = None) -> list[str]:
     from benchmarks import serving_accuracy as serving_acc
-    if not (directory / "inference_measured.csv").exists():
+    parsed = read_inference(directory) if inference_read is None else inference_read
+    if parsed is None:
         return []
-    return serving_acc.leave_one_model_out(serving_acc.cases_of(directory))
+    return serving_acc.leave_one_model_out(serving_acc.cases_of(directory, parsed))
 
 
 TRAINING_METRICS = ("training_hours", "mfu", "scaling", "cluster_hours")
@@ -1077,13 +1096,16 @@ def leave_one_source_out(found: list[TrainingRow]) -> str:
             + ", ".join(figures))
 
 
-def constant_pools(directory: Path, found: list[TrainingRow]) -> list[tuple[str, int]]:
-    """Every constant chosen by looking at rows (`found`: the training rows), with the rows its rule chooses from."""
+def constant_pools(directory: Path, found: list[TrainingRow], inference_read: list[Case | str] | None = None
+                   ) -> list[tuple[str, int]]:
+    """Every constant chosen by looking at rows (`found`: the training rows; `inference_read`: the inference rows
+    already read, read_inference), with the rows its rule chooses from."""
     from benchmarks import serving_accuracy as serving_acc
     out = [("training-efficiency table, folds dealt by source", len({r.source for r in found}))]
-    if (directory / "inference_measured.csv").exists():
+    parsed = read_inference(directory) if inference_read is None else inference_read
+    if parsed is not None:
         out += [(f"{fit.label} {fit.field}", rows)
-                for fit, rows in serving_acc.pools(serving_acc.cases_of(directory))]
+                for fit, rows in serving_acc.pools(serving_acc.cases_of(directory, parsed))]
     if (directory / "memory_measured.csv").exists():
         pool = reserve_pool(adapter_rows(read_rows(directory, "memory_measured.csv")))
         out.append(("ALLOCATOR_RESERVE (training memory)", len(pool)))

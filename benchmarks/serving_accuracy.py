@@ -677,13 +677,19 @@ def worksheet_terms(case: Case) -> Case:
     return replace(case, requests=None, admission_steps=None)
 
 
-def evaluate(directory: Path) -> tuple[list[Result], list[tuple[Case, bool, bool]], list[str]]:
+def parse_all(directory: Path) -> list[Case | str]:
+    """Every row of the directory's inference_measured.csv as safe_parse reads it: a case, or why it cannot be scored
+    (benchmarks/accuracy.py reads the file once a run and hands this to evaluate and cases_of)."""
+    return [safe_parse(ref, row) for ref, row in read(directory)]
+
+
+def evaluate(directory: Path, parsed: list[Case | str] | None = None
+             ) -> tuple[list[Result], list[tuple[Case, bool, bool]], list[str]]:
     """Scored rows, fit rows (case, ran, estimated to fit: out-of-memory rows, and measured runs the estimate refuses
-    as not fitting) and the rows not scored, with why."""
+    as not fitting) and the rows not scored, with why. `parsed`: the directory's rows already read (parse_all)."""
     cases, skipped = [], []
-    for ref, row in read(directory):
-        parsed = safe_parse(ref, row)
-        (skipped if isinstance(parsed, str) else cases).append(parsed)
+    for one in parse_all(directory) if parsed is None else parsed:
+        (skipped if isinstance(one, str) else cases).append(one)
     results, fit_rows = [], []
     scored = [c for c in cases if c.metric != "fit"]
     values = fitted_out_of_fold(scored)
@@ -755,8 +761,9 @@ def format_report(results, fit_rows, skipped, cases_for_fit, worst: int = 8) -> 
     return "\n".join(lines)
 
 
-def cases_of(directory: Path) -> list[Case]:
-    return [c for c in (safe_parse(ref, row) for ref, row in read(directory))
+def cases_of(directory: Path, parsed: list[Case | str] | None = None) -> list[Case]:
+    """The scoreable rows, fit rows left out (`parsed`: the directory's rows already read, parse_all)."""
+    return [c for c in (parse_all(directory) if parsed is None else parsed)
             if not isinstance(c, str) and c.metric != "fit"]
 
 
@@ -767,8 +774,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worst", type=int, default=8, help="rows shown per metric (0: all)")
     args = parser.parse_args(argv)
     directory = Path(args.measured) if args.measured else default_dir()
-    results, fit_rows, skipped = evaluate(directory)
-    print(format_report(results, fit_rows, skipped, cases_of(directory), args.worst))
+    parsed = parse_all(directory)
+    results, fit_rows, skipped = evaluate(directory, parsed)
+    print(format_report(results, fit_rows, skipped, cases_of(directory, parsed), args.worst))
     return 0
 
 
