@@ -51,7 +51,7 @@ sys.path.insert(0, str(HERE.parent))   # run as a script from a checkout
 
 from benchmarks import folds  # noqa: E402
 from udfs.catalogs import catalog, engines, resolve  # noqa: E402
-from udfs.physics import arch, calibration, capacity, defaults, evidence, serving, training, training_memory  # noqa: E402
+from udfs.physics import arch, calibration, capacity, defaults, evidence, training, training_memory  # noqa: E402
 from udfs.physics import training_efficiency as teff  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 from udfs.units import GIB  # noqa: E402
@@ -890,10 +890,12 @@ def compare_memory(rows) -> tuple[list[Comparison], list[Skip]]:
             precision = find_precision(row["precision"])
             n = int(number(row["num_gpus"]))
             stated = dict(part.strip().split("=", 1) for part in row["context_or_batch"].split(";") if "=" in part)
-            gpu = find_gpu(row["gpu"])            # a stated release's MoE kernel pads the experts it loads
-            padding = capacity.kernel_padding_gib(model, gpu, precision, n, engines.engine(stated["engine"], gpu)) \
-                if "engine" in stated else 0.0
-            est = serving.serving_memory_gib(model, precision, 1, 1, "fp16", n)["weights"] + padding
+            gpu = find_gpu(row["gpu"])
+            # the one count of weights per GPU every fit and KV budget reads (capacity.held: the release's MoE kernel
+            # padding on the experts it loads; under data-parallel attention a MoE model's non-expert weights whole
+            # on every GPU), with the release the row states, else the vLLM the engine table ships
+            eng = engines.engine(stated.get("engine", "vLLM"), gpu)
+            est = capacity.held(model, gpu, precision, n, eng).weights_gib
             out.append(Comparison("memory", what + " | weights per GPU", float(peak), est, "GiB",
                                   row["note"], config=_memory_config(model, row, n)))
         elif method == "inference weights" and model:
