@@ -988,7 +988,7 @@ def band_coverage(rows: list[evidence.Measured]) -> dict[bool, tuple[int, int]]:
         rest = tuple(rows[:i] + rows[i + 1:])
         if not any(r.metric == m.metric for r in rest):
             continue
-        ev = evidence.lookup.__wrapped__(m.regime, m.gpu, m.params_b, m.precision, m.n_gpus, rest)
+        ev = evidence.lookup.__wrapped__(m.regime, m.gpu, m.params_b, m.precision, m.n_gpus, rest, m.model)
         counts[ev.measured][0] += ev.low_error - 1e-9 <= m.error_out <= ev.high_error + 1e-9
         counts[ev.measured][1] += 1
     return {k: (v[0], v[1]) for k, v in counts.items()}

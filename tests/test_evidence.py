@@ -93,6 +93,27 @@ def test_moe_serving_on_amd_has_no_measurement_yet():
     assert not ev.measured and ev.regime.architecture == "MoE"
 
 
+def test_a_moe_model_its_regime_never_measured_is_unmeasured_there():
+    """A MoE step's fixed time a layer (MOE_LAYER_US) is chosen from other models' rows and does not carry to a new
+    model (leaving one model out 28.7%, against 12.5% by row folds): Qwen3 235B-A22B on one H200 with vLLM, whose
+    regime measures only gpt-oss-120b, gets the widened band of a regime nothing measured and says which models were
+    measured; gpt-oss-120b in the same regime keeps its measured band, and a dense model ignores the rule."""
+    h200 = catalog.gpu("H200 SXM")
+    gpt_oss = evidence.for_option("throughput", catalog.model("gpt-oss-120b"), h200, "mxfp4", 1, "vLLM")
+    qwen = evidence.for_option("throughput", catalog.model("Qwen3 235B-A22B"), h200, "fp8", 1, "vLLM")
+    assert gpt_oss.measured and gpt_oss.regime == qwen.regime
+    assert {m.model for m in evidence.measured() if m.regime == qwen.regime} == {"gpt-oss-120b"}
+    assert not qwen.measured and qwen.other_models == ("gpt-oss-120b",) and qwen.label == "unverified"
+    assert "no measurement of this MoE model" in qwen.text() and "its rows measure gpt-oss-120b" in qwen.text()
+    assert qwen.low_error < gpt_oss.low_error and qwen.high_error > gpt_oss.high_error
+    # the rule needs a MoE regime: a dense estimate and an estimate with no model named read the regime's rows
+    regime = qwen.regime
+    assert evidence.lookup(regime).measured and evidence.lookup(regime, model="gpt-oss-120b").measured
+    dense = evidence.for_option("throughput", catalog.model("Llama 3.1 8B"), catalog.gpu("H100"), "fp8", 1,
+                                "TensorRT-LLM")
+    assert dense.measured and dense.other_models == ()
+
+
 @pytest.mark.parametrize("inverse", [False, True])
 def test_ranges_hold_the_point(inverse):
     ev = evidence.for_option("throughput", catalog.model("Llama 3.3 70B"), catalog.gpu("MI300X"), "fp8", 1, "vLLM")

@@ -192,6 +192,7 @@ class Evidence:
     precision: str = ""            # the format asked ("" when none was)
     at_precision: int = 0          # the regime's rows in that format (format_class)
     formats: tuple[str, ...] = ()  # the formats the regime's rows measured, most rows first
+    other_models: tuple[str, ...] = ()   # a MoE regime measured only on these models, not the one asked
 
     @property
     def measured(self) -> bool:
@@ -235,6 +236,10 @@ class Evidence:
         if self.measured:
             return (f"{plural(self.rows, 'measured row')} in this regime "
                     f"({self.regime.describe()}){self._formats_text()}; error band {band} ({self.basis}){near}")
+        if self.other_models:
+            return (f"no measurement of this MoE model in this regime ({self.regime.describe()}: its rows measure "
+                    f"{', '.join(self.other_models)}, and a MoE step's fixed time chosen from one model's rows does "
+                    f"not carry to another); error band {band} ({self.basis}){near}")
         return (f"no measurement in this regime ({self.regime.describe()}); error band {band} ({self.basis})"
                 f"{near.replace('nearest measured', 'nearest measured configuration, outside this regime')}")
 
@@ -280,12 +285,26 @@ def _widest_regime(rows: list[Measured]) -> tuple[float, float]:
     return min(b[0] for b in bands), max(b[1] for b in bands)
 
 
+def other_moe_models(regime: Regime, own: list[Measured], model: str) -> tuple[str, ...]:
+    """The models a MoE regime's rows measure where none is `model` (else ()). A MoE step rests on a fixed time a
+    MoE layer chosen from measured MoE rows (calibration.MOE_LAYER_US), which does not carry from one model to
+    another: re-chosen without a model's rows and scored on them, the 270 rows it is chosen from miss by 28.7%, against
+    12.5% with folds dealt by row (docs/accuracy.md, targets table). So a MoE model its regime never measured is read
+    as a regime nothing measured: the band of the level above, widened UNMEASURED_WIDENING times."""
+    if regime.architecture != "MoE" or not model or not own or any(m.model == model for m in own):
+        return ()
+    return tuple(sorted({m.model for m in own}))
+
+
 @lru_cache(maxsize=4096)      # the picker asks for many options; the shipped rows never change in a run
 def lookup(regime: Regime, gpu: str = "", params_b: float | None = None, precision: str = "",
-           n_gpus: int = 1, rows: tuple[Measured, ...] | None = None) -> Evidence:
-    """The evidence for an estimate in `regime` (rows: the shipped ones by default)."""
+           n_gpus: int = 1, rows: tuple[Measured, ...] | None = None, model: str = "") -> Evidence:
+    """The evidence for an estimate in `regime` (rows: the shipped ones by default) of `model` (a catalog name;
+    "" where none is known): a MoE model its regime's rows do not measure is unmeasured there (other_moe_models)."""
     rows = measured() if rows is None else rows
     own = _at(LEVELS[0][1], regime, rows)
+    others = other_moe_models(regime, own, model)
+    own = [] if others else own
     name, found = _found(regime, rows, 0 if own else 1)
     if not found:
         raise na_error(f"no measured row for the metric {regime.metric}: its estimates carry no evidence")
@@ -305,7 +324,8 @@ def lookup(regime: Regime, gpu: str = "", params_b: float | None = None, precisi
     same = [m for m in own if format_class(m.precision) == format_class(precision)]
     counts = {f: sum(m.precision == f for m in own) for f in {m.precision for m in own}}
     formats = tuple(sorted(counts, key=lambda f: (-counts[f], f)))
-    return Evidence(regime, len(own), min(low, 0.0), max(high, 0.0), basis, nearest, precision, len(same), formats)
+    return Evidence(regime, len(own), min(low, 0.0), max(high, 0.0), basis, nearest, precision, len(same), formats,
+                    others)
 
 
 def for_option(metric: str, model, gpu, precision="", n_gpus: int | None = 1, engine=None) -> Evidence:
@@ -317,4 +337,5 @@ def for_option(metric: str, model, gpu, precision="", n_gpus: int | None = 1, en
     name = engines.engine(engine or None, gpu).name if metric in ("decode", "throughput", "prefill") else ""
     regime = regime_of(metric, gpu, moe, n_gpus, name)
     params_b = model.params / 1e9 if model is not None and getattr(model, "params", None) else None
-    return lookup(regime, gpu.name, params_b, str(getattr(precision, "name", precision) or ""), n_gpus or 1)
+    return lookup(regime, gpu.name, params_b, str(getattr(precision, "name", precision) or ""), n_gpus or 1,
+                  model=model.name if moe else "")
