@@ -151,6 +151,12 @@ class Engine:
         window (vLLM V0's --num-scheduler-steps runs that many decode steps per scheduler call)."""
         return self.scheduler_steps or 1
 
+    @property
+    def memory_rule_text(self) -> str:
+        """The share of GPU memory the engine lets weights, reserve and KV cache use, in words (capacity.usable_gib)."""
+        whose = "of all memory" if self.memory_rule == "total" else "of what the weights and its reserve leave"
+        return f"{self.memory_fraction:g} {whose}"
+
     def bandwidth_fraction(self, gpu: Gpu) -> float:
         """Achieved share of the GPU's memory bandwidth by memory kind (bandwidth_field)."""
         return getattr(self, self.bandwidth_field(gpu))

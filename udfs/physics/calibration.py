@@ -113,10 +113,6 @@ TRAINING_GOODPUT = 0.90
 # DeepSeek 67B needs 300.6K on the same cluster: (21 / 172.8) / (67 / 300.6) = 0.545.
 MOE_TRAINING_EFFICIENCY = 0.545
 
-# Serving memory: the share of GPU memory vLLM used by default to 0.19.1 (gpu_memory_utilization 0.9; 0.92 from 0.20.0,
-# which the engine profiles hold by release: udfs/data/engines.csv, engine_releases.csv). The simple serving-memory
-# functions (usable_fraction) keep 0.9.
-USABLE_MEMORY_FRACTION = 0.90
 # Serving memory: runtime overhead per GPU (CUDA context, activations workspace, allocator
 # slack) in GiB.
 SERVING_OVERHEAD_GIB = 1.5

@@ -111,8 +111,6 @@ ARGUMENTS = {
     "USEFUL_LIFE_YEARS": ("useful_life_years",),
     "LEAD_TIME_MONTHS": ("lead_time_months",),
     "HYBRID_PERCENTILE": ("hybrid_percentile",),
-    # udfs/physics/calibration.py's constants that are also argument defaults
-    "USABLE_MEMORY_FRACTION": ("usable_fraction",),
 }
 
 

@@ -55,10 +55,6 @@ def serving_memory_gib(model: Model, precision: Precision | str, batch: float = 
             "total": weights + kv + cal.SERVING_OVERHEAD_GIB}
 
 
-def usable_gib(gpu: Gpu, fraction: float = cal.USABLE_MEMORY_FRACTION) -> float:
-    return gpu.memory_gib * fraction
-
-
 def max_context(model: Model, free_gib: float, batch: float = 1, per_gpu: float = 1.0,
                 kv_precision: Precision | str = KV_PRECISION) -> int:
     """Tokens per sequence whose KV cache, for `batch` sequences, fits in `free_gib` per GPU (what the

@@ -75,8 +75,8 @@ NEED = "training memory"           # what a missing shape figure is needed for, 
 
 def usable_gib(gpu: Gpu) -> float:
     """GPU memory a training job may fill: all of it. Its fixed costs (the CUDA context, the caching
-    allocator's reserve) are counted in the estimate (device_memory); the 90% cap of serving (USABLE_MEMORY_FRACTION)
-    is vLLM's gpu_memory_utilization, a serving engine's setting PyTorch training does not have.
+    allocator's reserve) are counted in the estimate (device_memory); serving's cap (an engine's memory_fraction in
+    udfs/data/engines.csv: vLLM's gpu_memory_utilization), a serving engine's setting PyTorch training does not have.
     Applying it here refused a 70B QLoRA job (Llama 3 70B: 45.4 GiB at 2,048 tokens) on every 48 GB
     card, where the QLoRA paper fine-tunes 65B on one 48 GB GPU (Dettmers et al. 2023, arXiv:2305.14314)
     and Unsloth fits Llama 3.3 70B QLoRA on 48 GB (unslothai/unsloth README). All of it is what CUDA reports

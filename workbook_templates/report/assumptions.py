@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from openpyxl import Workbook
 
-from udfs.catalogs import catalog
-from udfs.physics import calibration as cal
+from udfs.catalogs import catalog, engines
 from udfs.physics import economics
 from udfs.physics import defaults
 from udfs.physics.economics import HOURS_PER_MONTH
@@ -26,6 +25,12 @@ ASSUMPTION_WIDTHS = {"A": 26, "B": 22, "C": 18, "D": 12, "E": 10, "F": 10, "G": 
                      "K": 24, "L": 24, "M": 40, "N": 40, "O": 40, "P": 12}
 LAST = 9                          # text blocks span the first nine columns (the printed width)
 
+
+
+def _memory_rules() -> str:
+    """The default engines' shares of GPU memory, as their profiles hold them (udfs/data/engines.csv)."""
+    return "the serving engine's own: " + "; ".join(
+        f"{name} {engines.engine(name).memory_rule_text}" for name in ("vLLM", "SGLang", "TensorRT-LLM"))
 
 def _across(ws, row: int, column: int, text: str):
     """Text wrapped across the table to its last column (its row height follows, see printing)."""
@@ -60,7 +65,8 @@ def write(wb: Workbook, res: Result):
     row += 1
     assumptions = [
         ("Model FLOPs utilization (training)", *_mfu_assumption(res)),
-        ("Usable share of GPU memory", cal.USABLE_MEMORY_FRACTION, "udfs/physics/calibration.py (vLLM's default reserve)"),
+        ("Usable share of GPU memory", _memory_rules(), "udfs/data/engines.csv (memory_fraction, memory_rule; a named "
+         "release's in udfs/data/engine_releases.csv): the same rules every fit and KV budget applies"),
         ("Training FLOPs per token", "6 x parameters (4 x for LoRA/QLoRA)", "udfs/planning/picker.py"),
         ("Training parallelism", "ZeRO-3 data parallel, full recompute, micro-batch 1 x 2,048",
          f"udfs/planning/picker.py; sharded models need a >= {catalog.NVLINK_CLASS_GBS:g} GB/s (NVLink-class) GPU link"),

@@ -74,8 +74,6 @@ def serving_memory_gb(model, precision, batch, context, kv_precision, n_gpus, pa
     return serving.serving_memory_gib(model, precision, batch, context, kv_precision, n_gpus)[part]
 
 
-USABLE_ENGINE = replace(USABLE, default="", help="Share of GPU memory the engine may use; blank: the engine's own "
-                        "(vLLM 0.33.0 0.92 of all memory, 0.9 to 0.19.1; TensorRT-LLM 0.9 of what the weights leave)")
 FIT_RULES = ("under the engine's memory rules, the same check every speed, capacity and cost function makes first "
              "(blank engine: " + DEFAULT_ENGINE_TEXT + ")")
 
@@ -87,7 +85,7 @@ def _engine(gpu, engine, usable_fraction) -> Engine:
 
 
 @worksheet("FITS", "TRUE when the weights, the engine's reserve and the KV cache of the batch fit the GPUs' memory "
-           + FIT_RULES + ".", "TRUE/FALSE", "Serving", [MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS, USABLE_ENGINE,
+           + FIT_RULES + ".", "TRUE/FALSE", "Serving", [MODEL, GPU, PRECISION, BATCH, CONTEXT, N_GPUS, USABLE,
                                                        ENGINE], returns="bool",
            examples=[(("Llama 3 70B", "RTX 4090", "q4_k_m", 1, 1024), False), (("Llama 3 70B", "H100", "int4", 1, 4096), True),
                      (("Llama 2 70B", "H100", "fp16"), False)], kind="flag")
@@ -111,7 +109,7 @@ def _kv_room(model, gpu, precision, n_gpus, eng) -> float:
 
 @worksheet("MAX_BATCH", "Sequences of a given context length whose KV cache fits beside the weights " + FIT_RULES
            + " (0 if the model does not fit).", "sequences", "Serving",
-           [MODEL, GPU, required(CONTEXT, "Tokens per sequence"), PRECISION, N_GPUS, USABLE_ENGINE, ENGINE],
+           [MODEL, GPU, required(CONTEXT, "Tokens per sequence"), PRECISION, N_GPUS, USABLE, ENGINE],
            examples=[(("Llama 2 7B", "A100", 4096, "fp16"), 29), (("Llama 2 7B", "A100", 4096, "fp16", 1, "", "vllm"), 29)],
            kind="count")
 def max_batch(model, gpu, context, precision, n_gpus, usable_fraction, engine):
@@ -122,7 +120,7 @@ def max_batch(model, gpu, context, precision, n_gpus, usable_fraction, engine):
 
 
 @worksheet("MAX_CONTEXT", "Tokens per sequence that fit for a batch " + FIT_RULES + " (capped at the model's context "
-           "length).", "tokens", "Serving", [MODEL, GPU, PRECISION, BATCH, N_GPUS, USABLE_ENGINE, ENGINE],
+           "length).", "tokens", "Serving", [MODEL, GPU, PRECISION, BATCH, N_GPUS, USABLE, ENGINE],
            examples=[(("Llama 2 7B", "RTX 4090", "fp16"), 4096), (("Llama 2 7B", "RTX 4090", "fp16", 8, 1, "", "vllm"), 1930)],
            kind="count")
 def max_context(model, gpu, precision, batch, n_gpus, usable_fraction, engine):

@@ -7,7 +7,6 @@ from dataclasses import replace
 
 from ...catalogs.catalog import PRICE_SETS, PRICINGS
 from ...catalogs.engines import DEFAULT_ENGINE_TEXT
-from ...physics import calibration as cal
 from ...physics import defaults
 from ...physics.lesson import MEMORY_PARTS, OPTIMIZERS
 from ..registry import REQUIRED, Arg
@@ -57,8 +56,9 @@ ENGINE = Arg("engine", "engine", "Inference engine: vLLM, SGLang, TensorRT-LLM, 
              "(\"vLLM 0.10\" names a series, whose releases differ: #VALUE!); a release the named profile does not "
              "describe, or newer than the engine's newest, is #VALUE!). Blank: "
              f"{DEFAULT_ENGINE_TEXT}", default="")
-USABLE = Arg("usable_fraction", "number", "Share of GPU memory the server may use (vLLM's default to 0.19.1: 0.9)", "fraction",
-             default=cal.USABLE_MEMORY_FRACTION, min=0, min_open=True, max=1)
+USABLE = Arg("usable_fraction", "number", "Share of GPU memory the engine may use; blank: the engine's own (vLLM 0.33.0 "
+             "0.92 of all memory, 0.9 to 0.19.1; TensorRT-LLM 0.9 of what the weights leave)", "fraction", default="",
+             min=0, min_open=True, max=1)
 
 SEQ_LEN = Arg("seq_len", "number", "Tokens per sequence", "tokens", default=defaults.SEQ_LEN, min=1)
 
