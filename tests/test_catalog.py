@@ -92,12 +92,13 @@ def test_every_memory_budget_reads_the_usable_memory():
     # lesson's GPUS_NEEDED given a GPU name and GPU_COMPARE's fit all read Gpu.memory_gib.
     import udfs
     from udfs.catalogs import engines
-    from udfs.physics import capacity, serving, training_memory
+    from udfs.physics import capacity, training_memory
     l40s = catalog.gpu("L40S")
     assert l40s.usable_gib is not None and l40s.usable_gib < l40s.memory_gb
     vllm = engines.engine("vLLM")
     assert capacity.usable_gib(l40s, vllm, 0.0) == pytest.approx(l40s.usable_gib * vllm.memory_fraction)
-    assert serving.usable_gib(l40s, 1.0) == l40s.usable_gib
+    trt = engines.engine("TensorRT-LLM")      # rule "free": its share of what the weights and reserve leave
+    assert capacity.usable_gib(l40s, trt, 10.0) == pytest.approx(10.0 + (l40s.usable_gib - 10.0) * trt.memory_fraction)
     assert training_memory.usable_gib(l40s) == l40s.usable_gib
     # 2 x (usable - 2) GiB lies between the usable and the nameplate: one GPU too few on the nameplate
     need = (l40s.usable_gib - 2) * 2 + (l40s.memory_gb - l40s.usable_gib) / 2
