@@ -65,7 +65,8 @@ ENGINE_ALIASES = {
                                         "engine on ROCm"),
 }
 # Workloads named instead of lengths. MLPerf's Llama 2 70B set (OpenOrca): answers average
-# ~290 tokens as the runs generate them (the H100 Offline row: 24,524.9 tokens/s at 84.48 samples/s);
+# ~290 tokens as the runs generate them (the H100 Offline row: 24,524.9 tokens/s at 84.48 samples/s; a row whose
+# note states its run's TOKENS_PER_SAMPLE, MLPerf v5.1's, is scored at its own: _lengths);
 # prompts average 222 tokens: the mean of tok_input_length over the 24,576 samples of the official
 # open_orca_gpt4_tokenized_llama.sampled_24576.pkl.gz, as openshift-psap/performance-dashboard publishes
 # them (mlperf-data/summaries/llama2-70b-99.csv, commit 7cd1065, 2025-11-04: mean 222.3, median 152,
@@ -177,10 +178,13 @@ def _constraints(row: dict[str, str]) -> tuple[float | None, float | None]:
 
 
 def _lengths(row: dict[str, str]) -> tuple[float | None, float | None]:
+    """(prompt, answer) tokens: a named data set's (DATASETS), with the answers' mean the row's own where its note
+    states it (MLPerf v5.1's TOKENS_PER_SAMPLE: the tokens its run generated a sample), else the row's lengths."""
     text = (row["input_len"] + " " + row["output_len"]).lower()
-    for name, lengths in DATASETS.items():
+    for name, (prompt, answer) in DATASETS.items():
         if name in text:
-            return lengths
+            stated = re.search(r"TOKENS_PER_SAMPLE ([\d.]+)", row["note"])
+            return prompt, float(stated.group(1)) if stated else answer
     return number(row["input_len"]), number(row["output_len"])
 
 
