@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from udfs.physics import batch_run, capacity, serving  # noqa: E402
+from udfs.physics import arch, batch_run, capacity, serving  # noqa: E402
 from udfs.physics import calibration as cal  # noqa: E402
 from udfs.errors import FlopsheetError  # noqa: E402
 
@@ -53,7 +53,7 @@ def breakdown(case: sa.Case) -> Breakdown:
     m, g, p, n, eng = case.model, case.gpu, case.precision, case.n_gpus, case.engine
     split = capacity._split(eng, n)
     rate = capacity._flops(g, p, eng, "prefill")
-    per_token = capacity._product_seconds_per_token(m, capacity._matmul_params(m), p, rate,
+    per_token = capacity._product_seconds_per_token(m, arch.matmul_params(m), p, rate,
                                                     lambda: capacity._flops(g, None, eng, "prefill"))
     products_s = per_token * case.prompt / split
     attention = capacity.attention_flops(m, case.prompt)
@@ -61,7 +61,7 @@ def breakdown(case: sa.Case) -> Breakdown:
     compute = capacity.prefill_compute_s(m, g, p, case.prompt, 1, n, eng)
     budget = eng.token_budget(g)
     chunks = max(1, -(-int(case.prompt) // budget)) if budget else 1
-    return Breakdown(2 * capacity._matmul_params(m) * case.prompt, attention, products_s,
+    return Breakdown(2 * arch.matmul_params(m) * case.prompt, attention, products_s,
                      attention / attention_rate / split, max(0.0, compute - products_s - attention / attention_rate / split),
                      chunks, capacity._prefill_s(m, g, p, case.prompt, 1, n, eng), rate, attention_rate)
 

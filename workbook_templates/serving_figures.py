@@ -53,9 +53,8 @@ CONSTANTS = [
 # (column name, header, value(model), number format): a catalog model's serving shape
 SHAPE_COLUMNS = [
     ("params", "Parameters (weights in memory)", lambda m: m.total_params, st.PARAMS),
-    ("lookup", "Input-embedding parameters read as a lookup", lambda m: m.total_params - serving.streamed_params(m, 0)
-     - moe.routed(m)[1] * moe.routed(m)[0], st.PARAMS),
-    ("matmul", "Parameters in products per token", capacity._matmul_params, st.PARAMS),
+    ("lookup", "Input-embedding parameters read as a lookup", arch.lookup_params, st.PARAMS),
+    ("matmul", "Parameters in products per token", arch.matmul_params, st.PARAMS),
     ("dense", "... of which outside routed experts", capacity._dense_matmul_params, st.PARAMS),
     ("dense_stream", "Parameters read per step outside experts", lambda m: serving.streamed_params(m, 0), st.PARAMS),
     ("quant_format", "The checkpoint's own format (blank: none)", lambda m: m.quant_format or None, None),

@@ -126,16 +126,11 @@ def _stage_hops_s(model: Model, tokens: float, stages: int) -> float:
     return stages * collectives.send_recv_s(collectives.network(), tokens * model.dim("hidden") * 2)
 
 
-def _matmul_params(model: Model) -> float:
-    """Parameters in matrix products per token (an untied input embedding is a lookup: arch.matmul_params)."""
-    return arch.matmul_params(model)
-
-
 def _dense_matmul_params(model: Model) -> float:
-    """Of _matmul_params, those outside the routed experts (attention, dense layers, shared experts, the head): what
+    """Of arch.matmul_params, those outside the routed experts (attention, dense layers, shared experts, the head): what
     a decode step's dense products and a data-parallel attention rank's own share of a prompt multiply."""
     per_expert, _, k = moe.routed(model)
-    return _matmul_params(model) - k * per_expert
+    return arch.matmul_params(model) - k * per_expert
 
 
 def _product_seconds_per_token(model: Model, params: float, precision: Precision, rate: float,
@@ -290,7 +285,7 @@ def prefill_compute_s(model: Model, gpu: Gpu, precision: Precision | str, prompt
     at flash attention's."""
     split = _split(eng, n_gpus)
     tp, stages = layout(gpu, eng, n_gpus)
-    work = _prompt_work_s(model, gpu, as_precision(precision), eng, _matmul_params(model), prompt_tokens, batch)
+    work = _prompt_work_s(model, gpu, as_precision(precision), eng, arch.matmul_params(model), prompt_tokens, batch)
     return work / split \
         + (_exchange_s(model, gpu, tp, prompt_tokens * batch, eng) + _stage_hops_s(model, prompt_tokens * batch, stages)) \
         / stages
